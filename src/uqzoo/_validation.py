@@ -1,0 +1,218 @@
+"""Checks shared by every public entry point.
+
+They turn malformed input into :mod:`uqzoo.errors` exceptions whose message
+names the argument, shows the bad value and says what is allowed, so that no
+user ever sees a traceback from deep inside numpy, JAX or torch.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from uqzoo.errors import InvalidInputError, InvalidTypeError
+
+# Tolerance for "rows sum to one": float32 softmax outputs are off by a few ulp
+# per class; 1e-4 accepts K up to ~1000 classes in float32 and still rejects
+# anything that is not a probability vector.
+PROBABILITY_SUM_ATOL = 1e-4
+
+
+def _show(value: object, limit: int = 80) -> str:
+    """A short repr of ``value`` for error messages."""
+    if isinstance(value, np.ndarray):
+        text = f"array(shape={value.shape}, dtype={value.dtype})"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """Return ``seed`` as a non-negative Python int."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise InvalidTypeError(
+            f"{name} must be a non-negative integer, got {_show(seed)} "
+            f"of type {type(seed).__name__}"
+        )
+    seed = int(seed)
+    if seed < 0 or seed >= 2**63:
+        raise InvalidInputError(f"{name} must be an integer in [0, 2**63), got {seed}")
+    return seed
+
+
+def check_int(value: object, name: str, *, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """Return ``value`` as an int within [minimum, maximum]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(
+            f"{name} must be an integer, got {_show(value)} of type {type(value).__name__}"
+        )
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise InvalidInputError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidInputError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def check_float(value: object, name: str, *, low: float | None = None,
+                high: float | None = None, low_open: bool = False,
+                high_open: bool = False) -> float:
+    """Return ``value`` as a finite float within the given bounds."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(
+            f"{name} must be a real number, got {_show(value)} of type {type(value).__name__}"
+        )
+    value = float(value)
+    if not np.isfinite(value):
+        raise InvalidInputError(f"{name} must be finite, got {value}")
+    lo_bad = low is not None and (value <= low if low_open else value < low)
+    hi_bad = high is not None and (value >= high if high_open else value > high)
+    if lo_bad or hi_bad:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise InvalidInputError(f"{name} must lie in {left}{lo}, {hi}{right}, got {value}")
+    return value
+
+
+def check_choice(value: object, name: str, allowed: Sequence[str]) -> str:
+    """Return ``value`` if it is one of the ``allowed`` strings."""
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidInputError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {_show(value)}"
+        )
+    return value
+
+
+def check_levels(levels: object, name: str = "levels") -> tuple[float, ...]:
+    """Return credible levels as a sorted tuple of distinct floats in (0, 1)."""
+    if isinstance(levels, numbers.Real) and not isinstance(levels, bool):
+        levels = (levels,)
+    if isinstance(levels, (str, bytes)) or not isinstance(levels, Iterable):
+        raise InvalidTypeError(
+            f"{name} must be a number or a sequence of numbers in (0, 1), got {_show(levels)}"
+        )
+    out = []
+    for level in levels:
+        out.append(check_float(level, f"{name} entry", low=0.0, high=1.0,
+                               low_open=True, high_open=True))
+    if not out:
+        raise InvalidInputError(f"{name} must hold at least one level in (0, 1), got none")
+    if len(set(out)) != len(out):
+        raise InvalidInputError(f"{name} must not repeat a level, got {tuple(out)}")
+    return tuple(sorted(out))
+
+
+def as_float_matrix(X: object, name: str, *, n_features: int | None = None,
+                    allow_empty: bool = False) -> np.ndarray:
+    """Return ``X`` as a finite float32 (N, D) array."""
+    if isinstance(X, (str, bytes, dict)) or X is None:
+        raise InvalidTypeError(f"{name} must be a 2-D numeric array, got {_show(X)}")
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise InvalidTypeError(f"{name} must be a 2-D numeric array, got {_show(X)}") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                   or arr.dtype == np.bool_):
+        raise InvalidTypeError(f"{name} must have a numeric dtype, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise InvalidTypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise InvalidInputError(
+            f"{name} must be 2-D with shape (N, n_features), got shape {arr.shape}"
+        )
+    if arr.shape[0] == 0 and not allow_empty:
+        raise InvalidInputError(f"{name} must hold at least one row, got shape {arr.shape}")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise InvalidInputError(
+            f"{name} must have {n_features} columns (the spec's in_features), "
+            f"got shape {arr.shape}"
+        )
+    arr = arr.astype(np.float32, copy=False)
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise InvalidInputError(
+            f"{name} must be finite; found {arr[tuple(bad)]} at row {bad[0]}, column {bad[1]}"
+        )
+    return arr
+
+
+def as_labels(y: object, name: str, n_classes: int | None = None,
+              n_rows: int | None = None) -> np.ndarray:
+    """Return labels as an int64 (N,) array with values in 0..n_classes-1."""
+    if isinstance(y, (str, bytes, dict)) or y is None:
+        raise InvalidTypeError(f"{name} must be a 1-D integer array, got {_show(y)}")
+    try:
+        arr = np.asarray(y)
+    except Exception as exc:
+        raise InvalidTypeError(f"{name} must be a 1-D integer array, got {_show(y)}") from exc
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name} must be 1-D, got shape {arr.shape}")
+    if n_rows is not None and arr.shape[0] != n_rows:
+        raise InvalidInputError(
+            f"{name} must have one label per row ({n_rows}), got {arr.shape[0]}"
+        )
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.int64)
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise InvalidInputError(f"{name} must hold whole-number class labels, got {_show(arr)}")
+        arr = arr.astype(np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidTypeError(f"{name} must have an integer dtype, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and arr.min() < 0:
+        raise InvalidInputError(f"{name} must hold labels >= 0, found {arr.min()}")
+    if n_classes is not None and arr.size and arr.max() >= n_classes:
+        raise InvalidInputError(
+            f"{name} must hold labels in 0..{n_classes - 1}, found {arr.max()}"
+        )
+    return arr
+
+
+def as_probabilities(p: object, name: str, *, n_rows: int | None = None,
+                     n_classes: int | None = None, ndim: int = 2) -> np.ndarray:
+    """Return ``p`` as a float array whose last axis is a probability vector.
+
+    ``ndim`` is 2 for (N, K) probabilities and 3 for (S, N, K) draws.
+    """
+    if isinstance(p, (str, bytes, dict)) or p is None:
+        raise InvalidTypeError(f"{name} must be a numeric array, got {_show(p)}")
+    try:
+        arr = np.asarray(p)
+    except Exception as exc:
+        raise InvalidTypeError(f"{name} must be a numeric array, got {_show(p)}") from exc
+    if not np.issubdtype(arr.dtype, np.floating) and not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidTypeError(f"{name} must have a real dtype, got dtype {arr.dtype}")
+    shape_text = "(N, K)" if ndim == 2 else "(S, N, K)"
+    if arr.ndim != ndim:
+        raise InvalidInputError(f"{name} must have shape {shape_text}, got shape {arr.shape}")
+    if arr.shape[-1] < 2:
+        raise InvalidInputError(
+            f"{name} must have K >= 2 class columns (binary as [1 - p, p]), got shape {arr.shape}"
+        )
+    if n_rows is not None and arr.shape[-2] != n_rows:
+        raise InvalidInputError(f"{name} must have N = {n_rows} rows, got shape {arr.shape}")
+    if n_classes is not None and arr.shape[-1] != n_classes:
+        raise InvalidInputError(f"{name} must have K = {n_classes} columns, got shape {arr.shape}")
+    if arr.size == 0:
+        raise InvalidInputError(f"{name} must not be empty, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} must be finite, found NaN or inf")
+    lo, hi = arr.min(), arr.max()
+    if lo < 0 or hi > 1:
+        raise InvalidInputError(f"{name} must lie in [0, 1], found values in [{lo}, {hi}]")
+    sums = arr.sum(axis=-1)
+    worst = np.abs(sums - 1).max()
+    if worst > PROBABILITY_SUM_ATOL:
+        raise InvalidInputError(
+            f"{name} rows must sum to 1 (within {PROBABILITY_SUM_ATOL}), found a row summing "
+            f"to {sums.flat[np.abs(sums - 1).argmax()]}"
+        )
+    return arr

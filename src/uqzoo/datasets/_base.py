@@ -1,0 +1,152 @@
+"""The one data container every method and the evaluator accept."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from uqzoo._validation import (
+    _show,
+    as_float_matrix,
+    as_labels,
+    as_probabilities,
+    check_int,
+)
+from uqzoo.errors import InvalidInputError, InvalidTypeError
+
+__all__ = ["ClassificationData"]
+
+
+def _frozen(arr: np.ndarray | None) -> np.ndarray | None:
+    """A read-only copy, so nobody can change a dataset after validation."""
+    if arr is None:
+        return None
+    arr = np.array(arr, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_coords(coords: object, name: str, n_rows: int) -> np.ndarray | None:
+    if coords is None:
+        return None
+    arr = np.asarray(coords)
+    if arr.ndim != 2 or arr.shape != (n_rows, 2) or not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidInputError(
+            f"{name} must be an integer (N, 2) array of (row, column) pixel positions "
+            f"with N = {n_rows}, got {_show(arr)}"
+        )
+    if arr.size and arr.min() < 0:
+        raise InvalidInputError(f"{name} must hold non-negative pixel positions")
+    return arr.astype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ClassificationData:
+    """A train/test classification problem, validated once at construction.
+
+    Parameters
+    ----------
+    X_train, X_test : array of shape (N_train, D) and (N_test, D)
+        Finite features, stored as float32.
+    y_train, y_test : array of shape (N_train,) and (N_test,)
+        Integer labels in ``0..n_classes-1``.
+    n_classes : int
+        K >= 2. The training labels must contain at least two classes.
+    p_true_test : array of shape (N_test, K) or None
+        The true class probabilities P(y = k | x) of the test points when they
+        are known (simulated data); rows sum to one.
+    class_names : tuple of str
+        One name per class, in label order.
+    name : str
+        The dataset's name, e.g. ``"hsi-sim"``.
+    meta : mapping
+        Provenance and preprocessing (standardisation statistics, options,
+        citation, image shape for HSI scenes).
+    coords_train, coords_test : int array of shape (N, 2) or None
+        (row, column) pixel positions for HSI scenes, so maps can be drawn.
+
+    Examples
+    --------
+    >>> import numpy as np, uqzoo as uz
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> data = uz.ClassificationData(X[:15], y[:15], X[15:], y[15:], n_classes=2)
+    >>> data.n_features, data.n_train, data.n_test
+    (3, 15, 5)
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    p_true_test: np.ndarray | None = None
+    class_names: tuple[str, ...] | None = None
+    name: str = "custom"
+    meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    coords_train: np.ndarray | None = None
+    coords_test: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__  # frozen: validated copies replace the inputs
+        n_classes = check_int(self.n_classes, "n_classes", minimum=2)
+        X_train = as_float_matrix(self.X_train, "X_train")
+        X_test = as_float_matrix(self.X_test, "X_test", n_features=X_train.shape[1])
+        y_train = as_labels(self.y_train, "y_train", n_classes, n_rows=X_train.shape[0])
+        y_test = as_labels(self.y_test, "y_test", n_classes, n_rows=X_test.shape[0])
+        present = np.unique(y_train)
+        if present.size < 2:
+            raise InvalidInputError(
+                f"y_train must contain at least two classes, got only {present.tolist()}"
+            )
+        p_true = self.p_true_test
+        if p_true is not None:
+            p_true = as_probabilities(p_true, "p_true_test", n_rows=X_test.shape[0],
+                                      n_classes=n_classes).astype(np.float64)
+        names = self.class_names
+        if names is None:
+            names = tuple(f"class {k}" for k in range(n_classes))
+        if isinstance(names, str) or len(tuple(names)) != n_classes:
+            raise InvalidInputError(
+                f"class_names must hold one name per class ({n_classes}), got {_show(names)}"
+            )
+        if not isinstance(self.name, str):
+            raise InvalidTypeError(f"name must be a str, got {_show(self.name)}")
+        if not isinstance(self.meta, Mapping):
+            raise InvalidTypeError(f"meta must be a mapping, got {_show(self.meta)}")
+        set_(self, "n_classes", n_classes)
+        set_(self, "X_train", _frozen(X_train))
+        set_(self, "X_test", _frozen(X_test))
+        set_(self, "y_train", _frozen(y_train))
+        set_(self, "y_test", _frozen(y_test))
+        set_(self, "p_true_test", _frozen(p_true))
+        set_(self, "class_names", tuple(str(n) for n in names))
+        set_(self, "meta", dict(self.meta))
+        set_(self, "coords_train", _frozen(_check_coords(self.coords_train, "coords_train",
+                                                          X_train.shape[0])))
+        set_(self, "coords_test", _frozen(_check_coords(self.coords_test, "coords_test",
+                                                         X_test.shape[0])))
+
+    @property
+    def n_features(self) -> int:
+        """D, the number of input features."""
+        return self.X_train.shape[1]
+
+    @property
+    def n_train(self) -> int:
+        return self.X_train.shape[0]
+
+    @property
+    def n_test(self) -> int:
+        return self.X_test.shape[0]
+
+    def __repr__(self) -> str:
+        truth = "known" if self.p_true_test is not None else "unknown"
+        return (
+            f"ClassificationData(name={self.name!r}, n_train={self.n_train}, "
+            f"n_test={self.n_test}, n_features={self.n_features}, "
+            f"n_classes={self.n_classes}, p_true_test={truth})"
+        )

@@ -1,0 +1,116 @@
+"""The seven posterior approximators, behind one ``fit`` function.
+
+Each method lives in its own module, which defines
+
+- ``Config``: a frozen dataclass whose fields are the method's
+  hyper-parameters with documented defaults, validated in ``__post_init__``;
+- ``fit(spec, data, config, seed, progress_bar) -> Posterior``.
+
+The registry is an explicit dict (no subclass scanning); modules are
+imported on first use so that ``import uqzoo`` does not pay for JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from types import ModuleType
+from typing import Any
+
+from uqzoo._validation import _show, check_seed
+from uqzoo.errors import InvalidInputError, InvalidTypeError
+
+__all__ = ["names", "get", "make_config", "fit", "REGISTRY"]
+
+REGISTRY: dict[str, str] = {
+    "hmc": "uqzoo.methods.hmc",
+    "mfvi": "uqzoo.methods.mfvi",
+    "mc_dropout": "uqzoo.methods.mc_dropout",
+    "ensemble": "uqzoo.methods.ensemble",
+    "bootstrap": "uqzoo.methods.bootstrap",
+    "swag": "uqzoo.methods.swag",
+    "laplace": "uqzoo.methods.laplace",
+}
+
+
+def names() -> list[str]:
+    """Registered method names, in the order the docs present them."""
+    return list(REGISTRY)
+
+
+def get(name: str) -> ModuleType:
+    """The module implementing method ``name``."""
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise InvalidInputError(
+            f"method must be one of {', '.join(map(repr, REGISTRY))}; got {_show(name)}"
+        )
+    return importlib.import_module(REGISTRY[name])
+
+
+def make_config(name: str, **options: Any):
+    """Build and validate method ``name``'s ``Config``; unknown keys are an error."""
+    config_cls = get(name).Config
+    allowed = [f.name for f in dataclasses.fields(config_cls)]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InvalidInputError(
+            f"unknown option(s) {unknown} for method {name!r}; allowed options: {allowed}"
+        )
+    return config_cls(**options)
+
+
+def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
+        **config: Any):
+    """Fit posterior approximator ``method`` to ``data``.
+
+    Parameters
+    ----------
+    method : str
+        One of :func:`names`: ``"hmc"``, ``"mfvi"``, ``"mc_dropout"``,
+        ``"ensemble"``, ``"bootstrap"``, ``"swag"``, ``"laplace"``.
+    spec : MLPSpec
+        The network; its ``in_features`` and ``n_classes`` must match ``data``.
+    data : ClassificationData
+        Only the training part is used.
+    seed : int
+        All randomness of the fit derives from it: same seed, same draws.
+    progress_bar : bool
+        Show a progress bar while fitting.
+    **config
+        The method's hyper-parameters (fields of ``uz.methods.get(method).Config``).
+
+    Returns
+    -------
+    Posterior
+        Parameter draws in the shared layout, with config, seed and diagnostics.
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=100, seed=0)
+    >>> spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=(10, 10))
+    >>> post = uz.fit("ensemble", spec, data, seed=0, num_members=3, progress_bar=False)
+    >>> post.predict_proba_draws(data.X_test).shape
+    (3, 100, 2)
+    """
+    from uqzoo.datasets import ClassificationData
+    from uqzoo.spec import MLPSpec
+
+    module = get(method)
+    if not isinstance(spec, MLPSpec):
+        raise InvalidTypeError(f"spec must be an MLPSpec, got {_show(spec)}")
+    if not isinstance(data, ClassificationData):
+        raise InvalidTypeError(f"data must be a ClassificationData, got {_show(data)}")
+    if spec.in_features != data.n_features:
+        raise InvalidInputError(
+            f"spec.in_features ({spec.in_features}) does not match the data's "
+            f"{data.n_features} features"
+        )
+    if spec.n_classes != data.n_classes:
+        raise InvalidInputError(
+            f"spec.n_classes ({spec.n_classes}) does not match the data's "
+            f"{data.n_classes} classes"
+        )
+    seed = check_seed(seed)
+    cfg = make_config(method, **config)
+    return module.fit(spec, data, cfg, seed=seed, progress_bar=bool(progress_bar))

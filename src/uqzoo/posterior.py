@@ -1,0 +1,202 @@
+"""``Posterior``: what every method returns.
+
+A posterior is a set of parameter draws in the shared layout plus everything
+needed to reproduce and judge it: the spec, the method name, its full config
+and seed, and diagnostics. It pushes its draws through the one predictive
+engine, and saves to netCDF (ArviZ schema) -- never pickle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from uqzoo import predictive as engine
+from uqzoo._validation import _show, check_int, check_seed
+from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.spec import MLPSpec
+
+__all__ = ["Posterior", "PREDICTIVES"]
+
+PREDICTIVES = ("nn", "glm")
+
+
+def jsonable(value: Any) -> Any:
+    """Config values in the plain-JSON form they take after a save/load round trip."""
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _json_default(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise InvalidTypeError(f"config value {_show(obj)} is not JSON-serialisable")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Posterior:
+    """Parameter draws of one fitted method, with their provenance.
+
+    Attributes
+    ----------
+    spec : MLPSpec
+    method : str
+        Registered method name (``uz.methods.names()``).
+    config : dict
+        The method's full configuration, JSON-plain (tuples become lists).
+    seed : int
+        The seed the fit was run with; ``uz.fit(method, spec, data, seed,
+        **config)`` reproduces the draws.
+    draws : dict of ndarray
+        Parameter draws, each (S, *param_shape), float32, S = chains × draws.
+    sample_shape : (int, int)
+        (chains, draws per chain); (1, S) for methods without chains.
+    sample_stats : dict of ndarray
+        Per-draw statistics, each of shape ``sample_shape + (...)``
+        (divergences, tree depth, step size, ...).
+    diagnostics : dict
+        Everything else: convergence summaries (R-hat, ESS), ELBO or loss
+        traces, timings (seconds). Arrays or scalars.
+    predictive : {"nn", "glm"}
+        "nn" pushes each draw through the network; "glm" linearises the
+        network at ``anchor`` (Laplace's linearised predictive).
+    anchor : dict of ndarray or None
+        The MAP/mean parameters the "glm" predictive is linearised around.
+    converged : bool or None
+        False when diagnostics say the fit did not converge; None when the
+        method has no such check.
+    warnings : tuple of str
+        Human-readable convergence or fit warnings, carried into reports.
+    """
+
+    spec: MLPSpec
+    method: str
+    config: Mapping[str, Any]
+    seed: int
+    draws: Mapping[str, np.ndarray]
+    sample_shape: tuple[int, int] | None = None
+    sample_stats: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    diagnostics: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    predictive: str = "nn"
+    anchor: Mapping[str, np.ndarray] | None = None
+    converged: bool | None = None
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if not isinstance(self.spec, MLPSpec):
+            raise InvalidTypeError(f"spec must be an MLPSpec, got {_show(self.spec)}")
+        draws = self.spec.check_draws(self.draws)
+        S = next(iter(draws.values())).shape[0]
+        shape = self.sample_shape or (1, S)
+        shape = tuple(check_int(s, "sample_shape entry", minimum=1) for s in shape)
+        if len(shape) != 2 or shape[0] * shape[1] != S:
+            raise InvalidInputError(
+                f"sample_shape must be (chains, draws) with chains × draws = S = {S}, "
+                f"got {shape}"
+            )
+        if self.predictive not in PREDICTIVES:
+            raise InvalidInputError(
+                f"predictive must be one of {PREDICTIVES}, got {self.predictive!r}"
+            )
+        anchor = self.anchor
+        if anchor is not None:
+            anchor = {k: np.asarray(v, dtype=np.float32) for k, v in
+                      self.spec.check_params(anchor, "anchor").items()}
+        elif self.predictive == "glm":
+            raise InvalidInputError("predictive='glm' needs the anchor (MAP) parameters")
+        stats = {k: np.asarray(v) for k, v in self.sample_stats.items()}
+        for k, v in stats.items():
+            if v.shape[:2] != shape:
+                raise InvalidInputError(
+                    f"sample_stats[{k!r}] must have leading shape {shape}, got {v.shape}"
+                )
+        set_(self, "draws", draws)
+        set_(self, "sample_shape", shape)
+        set_(self, "sample_stats", stats)
+        set_(self, "diagnostics", dict(self.diagnostics))
+        set_(self, "anchor", anchor)
+        set_(self, "config", jsonable(dict(self.config)))
+        set_(self, "seed", check_seed(self.seed))
+        set_(self, "warnings", tuple(str(w) for w in self.warnings))
+        if self.converged is not None:
+            set_(self, "converged", bool(self.converged))
+
+    # -- predictions ------------------------------------------------------------------
+
+    @property
+    def num_draws(self) -> int:
+        """S, the number of parameter draws."""
+        return self.sample_shape[0] * self.sample_shape[1]
+
+    def _subset(self, num_samples: int | None, seed: int) -> dict[str, np.ndarray]:
+        if num_samples is None:
+            return dict(self.draws)
+        num_samples = check_int(num_samples, "num_samples", minimum=1)
+        if num_samples > self.num_draws:
+            raise InvalidInputError(
+                f"num_samples must be at most the {self.num_draws} draws this posterior "
+                f"holds, got {num_samples}"
+            )
+        rng = np.random.default_rng(check_seed(seed))
+        idx = np.sort(rng.choice(self.num_draws, size=num_samples, replace=False))
+        return {k: v[idx] for k, v in self.draws.items()}
+
+    def predict_proba_draws(self, X: object, num_samples: int | None = None,
+                            seed: int = 0) -> np.ndarray:
+        """Class probabilities of each draw, shape (S, N, K), float32.
+
+        Parameters
+        ----------
+        X : array of shape (N, D)
+        num_samples : int, optional
+            Use a random subset of this many draws (without replacement,
+            chosen with ``seed``); all draws by default.
+        seed : int
+        """
+        return engine.predict_proba_draws(self.spec, self._subset(num_samples, seed), X,
+                                              anchor=self._anchor())
+
+    def predict_proba(self, X: object) -> np.ndarray:
+        """Posterior-mean class probabilities, shape (N, K), float64."""
+        return self.summarize(X, levels=(0.5,)).mean
+
+    def summarize(self, X: object, levels: Sequence[float] = engine.DEFAULT_LEVELS,
+                  chunk_size: int | None = None,
+                  progress_bar: bool = False) -> engine.PredictiveSummary:
+        """Streamed per-point summary (mean, interval bounds per level); see
+        :func:`uqzoo.predictive.summarize`. Memory O(S × chunk_size)."""
+        return engine.summarize(self.spec, self.draws, X, levels, anchor=self._anchor(),
+                                    chunk_size=chunk_size, progress_bar=progress_bar)
+
+    def _anchor(self):
+        return self.anchor if self.predictive == "glm" else None
+
+    # -- persistence ------------------------------------------------------------------
+
+    def save(self, path) -> None:
+        """Write to netCDF (xarray DataTree, ArviZ schema); see :func:`uqzoo.load_posterior`.
+
+        The file is written next to ``path`` and moved into place only when
+        complete, so a crash never leaves a half-written file where a good one was.
+        """
+        from uqzoo import io
+        io.save_posterior(self, path)
+
+    def to_datatree(self):
+        """An ``xarray.DataTree`` with ``posterior`` and ``sample_stats`` groups (ArviZ)."""
+        from uqzoo import io
+        return io.to_datatree(self)
+
+    def __repr__(self) -> str:
+        flag = {True: "", False: ", NOT CONVERGED", None: ""}[self.converged]
+        return (f"Posterior(method={self.method!r}, draws={self.num_draws}, "
+                f"sample_shape={self.sample_shape}, predictive={self.predictive!r}, "
+                f"seed={self.seed}{flag})")
