@@ -1,0 +1,12 @@
+"""Datasets: the :class:`ClassificationData` container, loaders and simulators.
+
+``load(name, **options)`` gives a named data set (``names()`` lists them);
+``from_arrays``, ``from_csv`` and ``from_hsi`` wrap users' own data.
+"""
+
+from uqzoo.datasets._base import ClassificationData
+from uqzoo.datasets._registry import load, names, options
+from uqzoo.datasets.user import from_arrays, from_csv, from_hsi
+
+__all__ = ["ClassificationData", "load", "names", "options", "from_arrays", "from_csv",
+           "from_hsi"]

@@ -1,0 +1,154 @@
+"""``sim-teacher``: a classification problem whose class probabilities are known exactly.
+
+Inputs are standard normal and the labels come from a fixed random "teacher"
+network, so ``p_true_test`` is the exact P(y | x) and coverage of credible
+intervals for class probabilities can be measured against it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from uqzoo._validation import check_float, check_int, check_seed
+from uqzoo.datasets._base import ClassificationData
+from uqzoo.errors import InvalidInputError
+
+__all__ = ["load_sim_teacher", "teacher_logits"]
+
+# The teacher is the study's network shape: 2 hidden layers of 10 tanh units.
+TEACHER_HIDDEN = (10, 10)
+
+
+def _teacher_params(p: int, n_outputs: int, teacher_seed: int) -> dict[str, np.ndarray]:
+    """N(0, 1) weights and biases in the shared ``layers.i.weight`` (out, in) layout."""
+    rng = np.random.default_rng(teacher_seed)
+    widths = (p, *TEACHER_HIDDEN, n_outputs)
+    params = {}
+    for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:])):
+        params[f"layers.{i}.weight"] = rng.normal(size=(n_out, n_in))
+        params[f"layers.{i}.bias"] = rng.normal(size=(n_out,))
+    return params
+
+
+def teacher_logits(params: dict[str, np.ndarray], X: np.ndarray,
+                   logit_scale: float = 1.0) -> np.ndarray:
+    """The teacher's logits f*(x), float64 of shape (N, n_outputs)."""
+    n_layers = len(params) // 2
+    h = np.asarray(X, dtype=np.float64)
+    for i in range(n_layers):
+        h = h @ params[f"layers.{i}.weight"].T + params[f"layers.{i}.bias"]
+        if i < n_layers - 1:
+            h = np.tanh(h)
+    return logit_scale * h
+
+
+def _probabilities(logits: np.ndarray) -> np.ndarray:
+    """(N, K) class probabilities: binary ``[1 - σ(f), σ(f)]`` or a softmax."""
+    if logits.shape[1] == 1:
+        # σ(f) computed as exp(-logaddexp(0, -f)) is exact in both tails.
+        p1 = np.exp(-np.logaddexp(0.0, -logits[:, 0]))
+        return np.stack([1.0 - p1, p1], axis=1)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _sample_labels(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One categorical draw per row of the (N, K) probabilities."""
+    u = rng.random(p.shape[0])
+    cum = np.cumsum(p, axis=1)
+    return np.minimum((u[:, None] >= cum).sum(axis=1), p.shape[1] - 1).astype(np.int64)
+
+
+def load_sim_teacher(*, p: int = 5, n_train: int = 1000, n_test: int = 5000,
+                     n_classes: int = 2, seed: int = 0, teacher_seed: int = 0,
+                     logit_scale: float = 1.0) -> ClassificationData:
+    """Simulated classification with an exactly known P(y | x).
+
+    x ~ N(0, I_p); the true probabilities are π(x) = σ(f*(x)) for two classes
+    (one output logit) and softmax(f*(x)) for K > 2 classes (K logits), where
+    f* is a fixed random *teacher* network p → 10 → 10 → (1 or K), tanh,
+    with all weights and biases N(0, 1) drawn from ``teacher_seed``;
+    y ~ Categorical(π(x)). The features are not standardised: they are
+    standard normal by construction.
+
+    With N(0, 1) weights the logit has a standard deviation of about 2.5
+    whatever ``p`` is (the tanh layers bound it), so π(x) is spread over
+    (0, 1) — for the default (p = 5, teacher_seed = 0) about half of the
+    test points have 0.05 < π < 0.95 — and the problem is neither trivial nor
+    hopeless. ``logit_scale`` multiplies f* to make it sharper (> 1) or
+    noisier (< 1).
+
+    Parameters
+    ----------
+    p : int
+        Number of features.
+    n_train, n_test : int
+        Number of training and test points.
+    n_classes : int
+        K >= 2.
+    seed : int
+        Seed of the data (x and y); the teacher does not depend on it.
+    teacher_seed : int
+        Seed of the teacher's weights.
+    logit_scale : float
+        Positive factor on the teacher's logits.
+
+    Returns
+    -------
+    ClassificationData
+        ``X_train`` (n_train, p), ``X_test`` (n_test, p), ``p_true_test``
+        (n_test, K) exact. ``meta["teacher"]`` holds the teacher's weights in
+        the shared parameter layout (``"layers.0.weight"`` of shape (10, p),
+        ...), ``meta["p_true_train"]`` the exact training probabilities.
+
+    Example
+    -------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("sim-teacher", p=5, n_train=100, n_test=50, seed=1)
+    >>> data.p_true_test.shape
+    (50, 2)
+    """
+    p = check_int(p, "p", minimum=1)
+    n_train = check_int(n_train, "n_train", minimum=2)
+    n_test = check_int(n_test, "n_test", minimum=1)
+    n_classes = check_int(n_classes, "n_classes", minimum=2)
+    seed = check_seed(seed)
+    teacher_seed = check_seed(teacher_seed, "teacher_seed")
+    logit_scale = check_float(logit_scale, "logit_scale", low=0.0, low_open=True)
+
+    n_outputs = 1 if n_classes == 2 else n_classes
+    params = _teacher_params(p, n_outputs, teacher_seed)
+    # Training and test draws come from separate child streams, so n_test does
+    # not change the training set and vice versa.
+    train_rng, test_rng = (np.random.default_rng(s) for s in
+                           np.random.SeedSequence(seed).spawn(2))
+    X_train = train_rng.normal(size=(n_train, p))
+    p_train = _probabilities(teacher_logits(params, X_train, logit_scale))
+    y_train = _sample_labels(p_train, train_rng)
+    X_test = test_rng.normal(size=(n_test, p))
+    p_test = _probabilities(teacher_logits(params, X_test, logit_scale))
+    y_test = _sample_labels(p_test, test_rng)
+
+    if np.unique(y_train).size < 2:
+        raise InvalidInputError(
+            f"the {n_train} training labels drawn with seed={seed} are all class "
+            f"{int(y_train[0])}; use a larger n_train or another seed/teacher_seed"
+        )
+    meta = {
+        "options": {"p": p, "n_train": n_train, "n_test": n_test, "n_classes": n_classes,
+                    "seed": seed, "teacher_seed": teacher_seed, "logit_scale": logit_scale},
+        "teacher": params,
+        "teacher_hidden": TEACHER_HIDDEN,
+        "teacher_activation": "tanh",
+        "p_true_train": p_train,
+        "standardized": False,
+        "description": "x ~ N(0, I_p); y ~ Categorical(link(logit_scale * f*(x))), "
+                       "f* a random 2x10 tanh teacher with N(0, 1) weights",
+    }
+    return ClassificationData(
+        X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
+        n_classes=n_classes, p_true_test=p_test,
+        class_names=tuple(f"class {k}" for k in range(n_classes)),
+        name="sim-teacher", meta=meta,
+    )
