@@ -1,0 +1,38 @@
+# The two set-up commands of the README:
+#   make demo   install into .venv and compare the UQ methods on the embedded default data
+#   make test   install into .venv and run the test suite (what .ci/run calls)
+# Both start from nothing on a fresh machine; PYTHON picks the interpreter (>= 3.11).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+# torch first, pinned: the CPU wheel. An unpinned torch (or a package that
+# depends on it, installed first) would pull a multi-GB CUDA build.
+TORCH   = torch==2.13.0
+
+.PHONY: install demo test test-fast bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e ".[test,pyro]"
+	@touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/uqzoo compare
+
+test: install
+	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+test-fast: install
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+
+bench: install
+	$(PY) -m pip install --quiet -e ".[bench]"
+	@echo "see benchmarks/README.md for each script"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
