@@ -7,8 +7,10 @@
 >>> report = uz.evaluate(post, data)                        # doctest: +SKIP
 """
 
-from uqzoo import datasets, methods
+from uqzoo import datasets, methods, metrics, plots
+from uqzoo.compare import Comparison, compare
 from uqzoo.datasets import ClassificationData
+from uqzoo.evaluate import EvalReport, evaluate
 from uqzoo.errors import (
     ConvergenceWarning,
     FileFormatError,
@@ -25,7 +27,7 @@ from uqzoo.spec import MLPSpec
 __version__ = "0.1.0"
 
 __all__ = [
-    "ClassificationData", "ConvergenceWarning", "FileFormatError", "InvalidInputError",
+    "ClassificationData", "Comparison", "ConvergenceWarning", "EvalReport", "FileFormatError", "InvalidInputError",
     "InvalidTypeError", "MLPSpec", "Posterior", "PredictiveSummary", "UqzooError",
-    "datasets", "fit", "load_posterior", "methods", "predict_proba_draws", "summarize",
+    "compare", "datasets", "evaluate", "fit", "load_posterior", "methods", "metrics", "plots", "predict_proba_draws", "summarize",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -109,7 +109,8 @@ class ClassificationData:
         names = self.class_names
         if names is None:
             names = tuple(f"class {k}" for k in range(n_classes))
-        if isinstance(names, str) or len(tuple(names)) != n_classes:
+        if isinstance(names, (str, bytes)) or not isinstance(names, Iterable) \
+                or len(tuple(names)) != n_classes:
             raise InvalidInputError(
                 f"class_names must hold one name per class ({n_classes}), got {_show(names)}"
             )
