@@ -92,6 +92,8 @@ def check_levels(levels: object, name: str = "levels") -> tuple[float, ...]:
     """Return credible levels as a sorted tuple of distinct floats in (0, 1)."""
     if isinstance(levels, numbers.Real) and not isinstance(levels, bool):
         levels = (levels,)
+    if isinstance(levels, np.ndarray) and levels.ndim == 0:
+        levels = levels.reshape(1)
     if isinstance(levels, (str, bytes)) or not isinstance(levels, Iterable):
         raise InvalidTypeError(
             f"{name} must be a number or a sequence of numbers in (0, 1), got {_show(levels)}"

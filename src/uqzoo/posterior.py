@@ -93,9 +93,22 @@ class Posterior:
         set_ = object.__setattr__
         if not isinstance(self.spec, MLPSpec):
             raise InvalidTypeError(f"spec must be an MLPSpec, got {_show(self.spec)}")
+        if not isinstance(self.method, str):
+            raise InvalidTypeError(f"method must be a str, got {_show(self.method)}")
+        for name in ("config", "sample_stats", "diagnostics"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise InvalidTypeError(
+                    f"{name} must be a dict, got {_show(getattr(self, name))}")
+        if isinstance(self.warnings, (str, bytes)) or not isinstance(self.warnings,
+                                                                     (tuple, list)):
+            raise InvalidTypeError(
+                f"warnings must be a tuple of str, got {_show(self.warnings)}")
         draws = self.spec.check_draws(self.draws)
         S = next(iter(draws.values())).shape[0]
-        shape = self.sample_shape or (1, S)
+        shape = (1, S) if self.sample_shape is None else self.sample_shape
+        if not isinstance(shape, (tuple, list)):
+            raise InvalidTypeError(
+                f"sample_shape must be a (chains, draws) tuple, got {_show(shape)}")
         shape = tuple(check_int(s, "sample_shape entry", minimum=1) for s in shape)
         if len(shape) != 2 or shape[0] * shape[1] != S:
             raise InvalidInputError(

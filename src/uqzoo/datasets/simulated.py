@@ -109,10 +109,16 @@ def load_sim_teacher(*, p: int = 5, n_train: int = 1000, n_test: int = 5000,
     >>> data.p_true_test.shape
     (50, 2)
     """
-    p = check_int(p, "p", minimum=1)
-    n_train = check_int(n_train, "n_train", minimum=2)
-    n_test = check_int(n_test, "n_test", minimum=1)
-    n_classes = check_int(n_classes, "n_classes", minimum=2)
+    # Upper bounds keep a typo from asking numpy for an impossible allocation.
+    p = check_int(p, "p", minimum=1, maximum=100_000)
+    n_train = check_int(n_train, "n_train", minimum=2, maximum=100_000_000)
+    n_test = check_int(n_test, "n_test", minimum=1, maximum=100_000_000)
+    if (n_train + n_test) * p > 2**31:
+        raise InvalidInputError(
+            f"(n_train + n_test) × p must be at most 2**31 values (8 GiB of float32), got "
+            f"({n_train} + {n_test}) × {p}"
+        )
+    n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=1000)
     seed = check_seed(seed)
     teacher_seed = check_seed(teacher_seed, "teacher_seed")
     logit_scale = check_float(logit_scale, "logit_scale", low=0.0, low_open=True)

@@ -56,7 +56,11 @@ def check_bounds(lower: object, upper: object) -> tuple[np.ndarray, np.ndarray]:
     for name, value in (("lower", lower), ("upper", upper)):
         if isinstance(value, (str, bytes, dict)) or value is None:
             raise InvalidTypeError(f"{name} must be a numeric array, got {_show(value)}")
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError) as exc:  # ragged nested lists
+            raise InvalidTypeError(
+                f"{name} must be a rectangular numeric array, got {_show(value)}") from exc
         if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
             raise InvalidTypeError(f"{name} must have a real dtype, got dtype {arr.dtype}")
         if arr.ndim < 2 or arr.size == 0:
@@ -91,7 +95,10 @@ def check_scores(scores: object, name: str, n_rows: int) -> np.ndarray:
     """A finite (N,) float score per point."""
     if isinstance(scores, (str, bytes, dict)):
         raise InvalidTypeError(f"{name} must be a 1-D numeric array, got {_show(scores)}")
-    arr = np.asarray(scores)
+    try:
+        arr = np.asarray(scores)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise InvalidTypeError(f"{name} must be a 1-D numeric array, got {_show(scores)}") from exc
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise InvalidTypeError(f"{name} must have a real dtype, got dtype {arr.dtype}")
     if arr.shape != (n_rows,):

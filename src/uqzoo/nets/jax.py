@@ -51,4 +51,6 @@ def log_likelihood(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array,
         # log σ(z) for y=1 and log σ(-z) for y=0, written stably.
         return jnp.sum(-jax.nn.softplus(jnp.where(y == 1, -z, z)), axis=-1)
     logp = jax.nn.log_softmax(logits, axis=-1)
-    return jnp.sum(jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0], axis=-1)
+    # Labels broadcast over the parameters' leading axes (draws, chains).
+    index = jnp.broadcast_to(y[..., None], logp.shape[:-1] + (1,))
+    return jnp.sum(jnp.take_along_axis(logp, index, axis=-1)[..., 0], axis=-1)
