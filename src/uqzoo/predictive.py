@@ -246,7 +246,15 @@ def _split(total: int, size: int) -> list[tuple[int, int]]:
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+    """A float32 torch view of ``array``; read-only arrays (a dataset's) are copied.
+
+    torch cannot share memory it may not write and warns when asked to; a
+    chunk's copy costs little next to the S forward passes it feeds.
+    """
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if not array.flags.writeable:
+        array = array.copy()
+    return torch.from_numpy(array)
 
 
 def _row_mean(values: torch.Tensor) -> np.ndarray:
@@ -308,7 +316,7 @@ def predict_proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
     logits_buf = torch.empty(chunk, S * spec.n_outputs)
     out = np.empty((S, N, K), dtype=np.float32)
     for start in range(0, N, chunk):
-        xc = torch.from_numpy(X[start:start + chunk])
+        xc = _tensor(X[start:start + chunk])
         n = xc.shape[0]
         z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, -1)
         p = _binary_proba(z) if K == 2 else torch.softmax(z, dim=-1)
@@ -390,7 +398,7 @@ class _Summarizer:
 
     def _binary(self, start: int, stop: int) -> None:
         n, S = stop - start, self.forward.num_draws
-        z = self.forward.logits(torch.from_numpy(self.X[start:stop]), self.logits[:n],
+        z = self.forward.logits(_tensor(self.X[start:stop]), self.logits[:n],
                                 self.workspace)                        # (n, S)
         p = torch.sigmoid(z, out=self.prob[:n])
         # Float32 per element, float64 accumulation over the S draws.
@@ -418,7 +426,7 @@ class _Summarizer:
 
     def _multiclass(self, start: int, stop: int) -> None:
         n, S, K = stop - start, self.forward.num_draws, self.forward.spec.n_classes
-        z = self.forward.logits(torch.from_numpy(self.X[start:stop]), self.logits[:n],
+        z = self.forward.logits(_tensor(self.X[start:stop]), self.logits[:n],
                                 self.workspace).view(n, S, K)
         logp = torch.log_softmax(z, dim=-1)
         p = torch.exp(logp, out=self.prob[:n].view(n, S, K))

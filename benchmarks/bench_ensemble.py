@@ -1,0 +1,169 @@
+"""Benchmark: the vectorised MAP trainer against a plain PyTorch loop and torch ``vmap``.
+
+The workload of issue 5: a 10-member ensemble of a 50-10-10-1 tanh network,
+n = 2000 rows, 2000 full-batch Adam steps (lr 1e-2, weight decay = the N(0, 1)
+prior, i.e. 1/N on the mean loss). Measured in one process, side by side,
+from the same initial parameters:
+
+1. the machine's float32 matrix-multiply peak (a large square sgemm through
+   torch, best of several), the yardstick for the GFLOP/s figures;
+2. a plain PyTorch loop -- one ``nn.Module`` and ``torch.optim.Adam`` per
+   member, trained one after another: what most users write;
+3. torch's own vectorisation: ``torch.func.stack_module_state`` +
+   ``vmap(grad(functional_call))`` with one Adam over the stacked tensors;
+4. uqzoo's trainer (``uqzoo.methods._trainer.train``: JAX, hand-written
+   backward over all members at once, ``lax.scan`` over the steps), timed
+   cold (compilation included: what a user pays) and warm.
+
+GFLOP/s count the forward and backward matrix products (2·N·in·out per layer
+forward, the same again for the weight gradients, and again for the input
+gradients of every layer but the first); elementwise work is not counted.
+
+Run ``python benchmarks/bench_ensemble.py`` (about a minute on an idle
+2-core machine) or ``--quick``. The machine may be shared: the load average is
+printed before and after so that a slow figure can be judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+
+import numpy as np
+import torch
+
+import uqzoo as uz
+from uqzoo.methods import _trainer
+from uqzoo.nets import torch as tnet
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def sgemm_peak(size: int = 2048, repeats: int = 7) -> float:
+    """Best float32 GFLOP/s of a square matrix product through torch."""
+    a = torch.randn(size, size, generator=torch.Generator().manual_seed(0))
+    b = torch.randn(size, size, generator=torch.Generator().manual_seed(1))
+    best = np.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t)
+    return 2 * size ** 3 / best / 1e9
+
+
+def flops_per_member_step(spec: uz.MLPSpec, n: int) -> float:
+    sizes = spec.layer_sizes
+    products = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
+    return 2 * n * (2 * sum(products) + sum(products[1:]))
+
+
+def torch_loop(spec, X, y, init, steps, lr, decay):
+    members = []
+    for m in range(next(iter(init.values())).shape[0]):
+        net = tnet.MLP(spec)
+        net.load_state_dict({k: torch.tensor(v[m]) for k, v in init.items()})
+        opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=decay)
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(net(X)[:, 0], y)
+            loss.backward()
+            opt.step()
+        members.append({k: v.detach().numpy().copy() for k, v in net.state_dict().items()})
+    return {k: np.stack([mem[k] for mem in members]) for k in init}
+
+
+def torch_vmap(spec, X, y, init, steps, lr, decay):
+    from torch.func import functional_call, grad, vmap
+
+    base = tnet.MLP(spec)
+    params = {k: torch.tensor(v).clone().requires_grad_(True) for k, v in init.items()}
+
+    def loss_fn(p):
+        logits = functional_call(base, p, (X,))
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y)
+
+    grads_fn = vmap(grad(loss_fn))
+    # Adam is elementwise, so one torch Adam over the stacked tensors is M Adams.
+    opt = torch.optim.Adam(list(params.values()), lr=lr, weight_decay=decay)
+    for _ in range(steps):
+        grads = grads_fn({k: v.detach() for k, v in params.items()})
+        for k, v in params.items():
+            v.grad = grads[k]
+        opt.step()
+    return {k: v.detach().numpy() for k, v in params.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 steps, 4 members")
+    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--torch-threads", type=int,
+                        help="torch intra-op threads (default: torch's own choice); on a "
+                             "loaded machine 1 thread can be much faster for the baselines")
+    args = parser.parse_args()
+    steps, members = (200, 4) if args.quick else (2000, 10)
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    n, lr = 2000, 1e-2
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 50)).astype(np.float32)
+    logit = np.tanh(X[:, :5] @ rng.normal(size=5)) * 3 + X[:, 5]
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.int64)
+    spec = uz.MLPSpec(50, 2, hidden=(10, 10))
+    decay = 1.0 / (spec.prior_scale ** 2 * n)
+    init = {k: np.stack([spec.init_params(seed=100 + m)[k] for m in range(members)])
+            for k in spec.param_shapes()}
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y.astype(np.float32))
+
+    load_before = os.getloadavg()
+    print(f"load average before: {load_before}; torch threads {torch.get_num_threads()}")
+    peak = sgemm_peak()
+    print(f"float32 sgemm peak (2048^3, torch): {peak:.1f} GFLOP/s")
+    work = flops_per_member_step(spec, n) * steps * members / 1e9
+    print(f"work: {members} members x {steps} steps x "
+          f"{flops_per_member_step(spec, n) / 1e6:.2f} MFLOP = {work:.1f} GFLOP")
+
+    config = _trainer.TrainingConfig(optimizer="adam", learning_rate=lr, num_epochs=steps)
+    keys = _trainer.member_keys(list(range(members)))
+
+    def ours():
+        return _trainer.train(spec, X, y, init, config, keys=keys).params
+
+    results, cpu, params = {}, {}, {}
+    for name, fn in [("uqzoo (cold, incl. compile)", ours),
+                     ("torch loop", lambda: torch_loop(spec, Xt, yt, init, steps, lr, decay)),
+                     ("torch vmap", lambda: torch_vmap(spec, Xt, yt, init, steps, lr, decay)),
+                     ("uqzoo (warm)", ours)]:
+        t, c = time.perf_counter(), cpu_seconds()
+        params[name] = fn()
+        results[name] = time.perf_counter() - t
+        cpu[name] = cpu_seconds() - c
+        print(f"  {name}: {results[name]:.2f} s wall, {cpu[name]:.2f} s CPU", flush=True)
+
+    loop, loop_cpu = results["torch loop"], cpu["torch loop"]
+    print(f"\n{'trainer':30s} {'wall s':>7s} {'vs loop':>8s} {'CPU s':>7s} {'vs loop':>8s} "
+          f"{'GFLOP/s':>8s} {'% peak':>7s}")
+    for name, sec in results.items():
+        print(f"{name:30s} {sec:7.2f} {loop / sec:7.2f}x {cpu[name]:7.2f} "
+              f"{loop_cpu / cpu[name]:7.2f}x {work / sec:8.1f} {100 * work / sec / peak:6.1f}%")
+    ref = params["torch loop"]
+    for name in ("uqzoo (warm)", "torch vmap"):
+        diff = max(float(np.abs(params[name][k] - ref[k]).max()) for k in ref)
+        print(f"max |param - torch loop| for {name}: {diff:.2e}")
+    load_after = os.getloadavg()
+    print(f"load average after: {load_after}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"seconds": results, "cpu_seconds": cpu, "sgemm_gflops": peak, "work_gflop": work,
+                       "load_before": load_before, "load_after": load_after}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

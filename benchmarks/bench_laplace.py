@@ -1,0 +1,183 @@
+"""Benchmark: uqzoo ``laplace`` (all weights, full GGN, marginal-likelihood prior) vs laplace-torch.
+
+The workload of issue 5: a 50-10-10-1 tanh network trained to the MAP on
+n = 2000 rows (by uqzoo's trainer; both libraries start from the same trained
+network), then
+
+- the Laplace approximation over all 631 weights with the full GGN,
+- the prior precision tuned by maximising the Laplace marginal likelihood
+  (one scalar),
+- a predictive with 1000 draws for 10,000 test points.
+
+uqzoo: ``laplace.laplace_at`` (GGN, tuning) + 1000 weight draws, then the
+streamed ``Posterior.summarize`` over the 10k points for the GLM predictive
+(and, separately, the "nn" predictive and the sampling-free ``probit_mean``).
+
+laplace-torch (``Laplace(model, "classification", subset_of_weights="all",
+hessian_structure="full")``, ``fit``, ``optimize_prior_precision(method="marglik",
+prior_structure="scalar")``, then ``la(X_test, pred_type="glm",
+link_approx="mc", n_samples=1000)``) is NOT a dependency of uqzoo: it pulls
+torchvision and a newer torch. To run it side by side in this process, install
+it into a separate environment that shares this torch (see the README's
+benchmark section) and pass ``--laplace-torch-site`` with that environment's
+site-packages; its modules are then appended to ``sys.path`` after ours.
+laplace-torch's classification likelihood is a softmax, so it gets the same
+network with a two-logit last layer [0, z] (identical probabilities).
+
+Peak resident memory is measured per phase (Linux ``clear_refs``/``VmHWM``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+import uqzoo as uz
+from uqzoo.methods import _trainer, laplace
+from uqzoo.posterior import Posterior
+
+
+def reset_peak_rss() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def timed(label, fn, results):
+    reset_peak_rss()
+    t = time.perf_counter()
+    out = fn()
+    results[label] = (time.perf_counter() - t, peak_rss_mib())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--laplace-torch-site", help="site-packages holding laplace-torch")
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--n-test", type=int, default=10_000)
+    parser.add_argument("--lt-chunk", type=int, default=1000,
+                        help="points per laplace-torch predictive call (one call on 10k "
+                             "points exhausts memory)")
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    n, d = 2000, 50
+    teacher = rng.normal(size=5)
+    X = rng.normal(size=(n + args.n_test, d)).astype(np.float32)
+    logit = np.tanh(X[:, :5] @ teacher) * 3 + X[:, 5]
+    y = (rng.random(len(X)) < 1 / (1 + np.exp(-logit))).astype(np.int64)
+    X_train, y_train, X_test = X[:n], y[:n], X[n:]
+    spec = uz.MLPSpec(d, 2, hidden=(10, 10))
+    print(f"load average before: {os.getloadavg()}; torch threads {torch.get_num_threads()}")
+
+    t = time.perf_counter()
+    trained = _trainer.train(spec, X_train, y_train, spec.init_params(0, num=1),
+                             _trainer.TrainingConfig(num_epochs=2000, learning_rate=0.01),
+                             keys=_trainer.member_keys([0]))
+    map_params = {k: v[0] for k, v in trained.params.items()}
+    print(f"MAP training (shared by both): {time.perf_counter() - t:.2f} s")
+
+    results: dict[str, tuple[float, float]] = {}
+    gaussian = timed("uqzoo: GGN + scalar marglik tuning",
+                     lambda: laplace.laplace_at(spec, map_params, X_train, y_train,
+                                                subset="all", hessian="full",
+                                                prior_tuning="scalar"), results)
+    center = spec.flatten({k: v.astype(np.float64) for k, v in map_params.items()})
+    draws = timed(f"uqzoo: {args.draws} weight draws",
+                  lambda: spec.unflatten(laplace._sample(
+                      gaussian, center, args.draws, np.random.default_rng(1)
+                  ).astype(np.float32)), results)
+    glm = Posterior(spec=spec, method="laplace", config={}, seed=0, draws=draws,
+                    predictive="glm", anchor=map_params)
+    nn = Posterior(spec=spec, method="laplace", config={}, seed=0, draws=draws,
+                   predictive="nn", anchor=map_params)
+    summary = timed(f"uqzoo: glm predictive, {args.draws} draws x {args.n_test} points",
+                    lambda: glm.summarize(X_test, levels=(0.8, 0.95)), results)
+    timed(f"uqzoo: nn predictive, {args.draws} draws x {args.n_test} points",
+          lambda: nn.summarize(X_test, levels=(0.8, 0.95)), results)
+    glm_diag = Posterior(spec=spec, method="laplace", config={}, seed=0, draws=draws,
+                         predictive="glm", anchor=map_params,
+                         diagnostics={"posterior_precision": gaussian.precision,
+                                      "subset_index": gaussian.subset_index})
+    probit = timed(f"uqzoo: probit mean, {args.n_test} points",
+                   lambda: laplace.probit_mean(glm_diag, X_test), results)
+    ours_total = sum(results[k][0] for k in list(results)[:3])
+    print(f"uqzoo prior precision {gaussian.prior_precision[0]:.4f}, "
+          f"log marginal likelihood {gaussian.log_marginal_likelihood:.3f}")
+
+    theirs_total = None
+    if args.laplace_torch_site:
+        sys.path.append(args.laplace_torch_site)
+        from laplace import Laplace  # noqa: E402  (only from the side environment)
+
+        model = torch.nn.Sequential(torch.nn.Linear(d, 10), torch.nn.Tanh(),
+                                    torch.nn.Linear(10, 10), torch.nn.Tanh(),
+                                    torch.nn.Linear(10, 2))
+        with torch.no_grad():
+            for i, layer in enumerate([model[0], model[2]]):
+                layer.weight.copy_(torch.from_numpy(map_params[f"layers.{i}.weight"]))
+                layer.bias.copy_(torch.from_numpy(map_params[f"layers.{i}.bias"]))
+            w_last = map_params["layers.2.weight"]
+            model[4].weight.copy_(torch.from_numpy(np.vstack([np.zeros_like(w_last), w_last])))
+            model[4].bias.copy_(torch.from_numpy(np.r_[0.0, map_params["layers.2.bias"]]))
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.from_numpy(X_train), torch.from_numpy(y_train)),
+            batch_size=256)
+        X_test_t = torch.from_numpy(X_test)
+
+        def lt_fit():
+            la = Laplace(model, "classification", subset_of_weights="all",
+                         hessian_structure="full")
+            la.fit(loader)
+            la.optimize_prior_precision(pred_type="glm", method="marglik",
+                                        prior_structure="scalar")
+            return la
+
+        la = timed("laplace-torch: fit + scalar marglik tuning", lt_fit, results)
+        print("laplace-torch fitted", flush=True)
+
+        def lt_predict(**kw):
+            return torch.cat([la(X_test_t[i:i + args.lt_chunk], pred_type="glm", **kw)
+                              for i in range(0, args.n_test, args.lt_chunk)])
+
+        lt_mc = timed(f"laplace-torch: glm mc predictive, {args.draws} samples x "
+                      f"{args.n_test} points ({args.lt_chunk}-point calls)",
+                      lambda: lt_predict(link_approx="mc", n_samples=args.draws), results)
+        lt_probit = timed(f"laplace-torch: glm probit predictive, {args.n_test} points",
+                          lambda: lt_predict(link_approx="probit"), results)
+        theirs_total = sum(results[k][0] for k in list(results)[5:7])
+        delta = float(la.prior_precision.reshape(-1)[0])
+        print(f"laplace-torch prior precision {delta:.4f}, log marginal likelihood "
+              f"{float(la.log_marginal_likelihood()):.3f} (two-logit net: 11 more parameters)")
+        print(f"|mean p - laplace-torch mc mean p| max over points: "
+              f"{np.abs(summary.mean[:, 1] - lt_mc[:, 1].numpy()).max():.4f}; probit vs probit: "
+              f"{np.abs(probit[:, 1] - lt_probit[:, 1].numpy()).max():.4f}")
+
+    print(f"\n{'phase':70s} {'seconds':>8s} {'peak RSS MiB':>13s}")
+    for label, (sec, rss) in results.items():
+        print(f"{label:70s} {sec:8.2f} {rss:13.0f}")
+    print(f"\nuqzoo total (GGN + tuning + {args.draws} draws + glm predictive on "
+          f"{args.n_test} points): {ours_total:.2f} s")
+    if theirs_total is not None:
+        print(f"laplace-torch total (fit + tuning + glm mc predictive): {theirs_total:.2f} s")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

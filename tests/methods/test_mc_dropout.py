@@ -1,0 +1,108 @@
+"""MC dropout: masks folded into weights equal masked networks; per-row comparison helper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+import uqzoo as uz
+from uqzoo.methods import mc_dropout
+from uqzoo.nets import torch as tnet
+
+OPTIONS = dict(num_samples=400, num_epochs=150, learning_rate=0.02)
+RATE = 0.2
+
+
+@pytest.fixture(scope="module")
+def data():
+    return uz.datasets.load("sim-teacher", n_train=200, n_test=60, seed=2)
+
+
+@pytest.fixture(scope="module")
+def spec(data):
+    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8), dropout=RATE)
+
+
+@pytest.fixture(scope="module")
+def post(spec, data):
+    return uz.fit("mc_dropout", spec, data, seed=0, progress_bar=False, **OPTIONS)
+
+
+def test_folded_draw_equals_the_masked_network():
+    spec = uz.MLPSpec(3, 3, hidden=(5, 4), activation="relu")
+    params = spec.init_params(0)
+    rng = np.random.default_rng(1)
+    masks = [rng.random((6, h)) >= 0.3 for h in spec.hidden]
+    draws = mc_dropout.fold_masks(spec, params, masks, 0.3)
+    X = rng.normal(size=(7, 3)).astype(np.float32)
+    folded = uz.predict_proba_draws(spec, draws, X)
+    t = tnet.to_tensors(params)
+    for s in range(6):
+        h = torch.from_numpy(X)
+        for i in range(spec.n_layers):
+            h = h @ t[f"layers.{i}.weight"].T + t[f"layers.{i}.bias"]
+            if i < spec.n_layers - 1:
+                h = torch.relu(h) * torch.from_numpy(masks[i][s].astype(np.float32)) / 0.7
+        np.testing.assert_allclose(folded[s], torch.softmax(h, -1).numpy(), atol=1e-6)
+
+
+def test_draws_drop_each_unit_with_the_rate(post, spec):
+    assert post.num_draws == 400 and post.diagnostics["dropout_rate"] == RATE
+    # Column j of layers.{l+1}.weight is zero exactly when unit j of layer l was dropped.
+    dropped = np.concatenate([
+        np.all(post.draws[f"layers.{l + 1}.weight"] == 0, axis=1).ravel()
+        for l in range(len(spec.hidden))])
+    k = stats.norm.isf(1e-4 / 2)
+    se = np.sqrt(RATE * (1 - RATE) / dropped.size)
+    assert abs(dropped.mean() - RATE) < k * se
+    # Kept columns are the trained weights scaled by 1/(1 - p).
+    anchor = post.anchor["layers.2.weight"]
+    draw = post.draws["layers.2.weight"][0]
+    on = ~np.all(draw == 0, axis=0)
+    np.testing.assert_allclose(draw[:, on], anchor[:, on] / (1 - RATE), rtol=1e-6)
+    # Biases and the first layer are never touched.
+    np.testing.assert_array_equal(post.draws["layers.0.weight"][5], post.anchor["layers.0.weight"])
+
+
+def test_per_row_and_shared_masks_agree_point_by_point(post, data):
+    """Both predictives have the same marginal at each point: equal means within MC error."""
+    X = np.array(data.X_test)
+    shared = post.predict_proba_draws(X)[..., 1].astype(np.float64)
+    per_row = mc_dropout.per_row_proba_draws(post, X, seed=1)[..., 1].astype(np.float64)
+    assert per_row.shape == shared.shape
+    S = shared.shape[0]
+    se = np.sqrt(shared.var(0, ddof=1) / S + per_row.var(0, ddof=1) / S)
+    # A Bonferroni false-alarm rate of 1e-3 over the test points.
+    k = stats.norm.isf(1e-3 / (2 * X.shape[0]))
+    assert np.all(np.abs(shared.mean(0) - per_row.mean(0)) <= k * se + 1e-7)
+    # Per-row draws are not parameter draws: reproducible by seed, not by the posterior.
+    np.testing.assert_array_equal(per_row, mc_dropout.per_row_proba_draws(
+        post, X, seed=1)[..., 1])
+
+
+def test_rate_comes_from_spec_or_config(spec, data):
+    with pytest.raises(uz.InvalidInputError, match="dropout rate"):
+        uz.fit("mc_dropout", uz.MLPSpec(data.n_features, 2, hidden=(8, 8)), data,
+               progress_bar=False)
+    with pytest.raises(uz.InvalidInputError, match="dropout"):
+        uz.fit("mc_dropout", spec, data, dropout=1.0)
+    with pytest.raises(uz.InvalidInputError, match="num_samples"):
+        uz.fit("mc_dropout", spec, data, num_samples=0)
+    with pytest.raises(uz.InvalidTypeError, match="mc_dropout"):
+        mc_dropout.per_row_proba_draws("not a posterior", np.zeros((2, data.n_features)))
+
+
+def test_seeded_and_saved(post, spec, data, tmp_path):
+    again = uz.fit("mc_dropout", spec, data, seed=0, progress_bar=False, **OPTIONS)
+    for k in post.draws:
+        np.testing.assert_array_equal(post.draws[k], again.draws[k])
+    path = tmp_path / "mcd.nc"
+    post.save(path)
+    loaded = uz.load_posterior(path)
+    for k in post.draws:
+        np.testing.assert_array_equal(loaded.draws[k], post.draws[k])
+    X = np.array(data.X_test[:5])
+    np.testing.assert_array_equal(mc_dropout.per_row_proba_draws(loaded, X, seed=3),
+                                  mc_dropout.per_row_proba_draws(post, X, seed=3))
