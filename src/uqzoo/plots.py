@@ -181,7 +181,7 @@ def coverage_plot(reports: object, ax: Sequence | None = None) -> Figure:
     ax_cov.set_ylabel("empirical coverage of p_true")
     ax_cov.set_xlim(0, 1)
     ax_cov.set_ylim(0, 1.02)
-    ax_cov.legend(fontsize=8, loc="lower right")
+    ax_cov.legend(fontsize=8, loc="upper left")
     ax_width.set_xlabel("empirical coverage")
     ax_width.set_ylabel("mean interval width")
     ax_width.set_title("labels: nominal level", fontsize=8)
