@@ -134,13 +134,20 @@ def as_float_matrix(X: object, name: str, *, n_features: int | None = None,
             f"{name} must have {n_features} columns (the spec's in_features), "
             f"got shape {arr.shape}"
         )
-    arr = arr.astype(np.float32, copy=False)
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise InvalidInputError(
             f"{name} must be finite; found {arr[tuple(bad)]} at row {bad[0]}, column {bad[1]}"
         )
-    return arr
+    # Networks compute in float32: a larger value would silently become inf.
+    limit = float(np.finfo(np.float32).max)
+    if arr.dtype.itemsize > 4 and arr.size and np.abs(arr).max() > limit:
+        bad = np.argwhere(np.abs(arr) > limit)[0]
+        raise InvalidInputError(
+            f"{name} must fit in float32 (|x| <= {limit:.4g}); found {arr[tuple(bad)]} at "
+            f"row {bad[0]}, column {bad[1]}"
+        )
+    return arr.astype(np.float32, copy=False)
 
 
 def as_labels(y: object, name: str, n_classes: int | None = None,

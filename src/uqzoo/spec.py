@@ -24,6 +24,10 @@ __all__ = ["MLPSpec", "ACTIVATIONS"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
+# Widths beyond this are typos for the small networks uqzoo is about; the bound
+# keeps a typo from turning into an impossible allocation.
+_MAX_WIDTH = 1_000_000
+
 
 @dataclasses.dataclass(frozen=True)
 class MLPSpec:
@@ -66,14 +70,17 @@ class MLPSpec:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "in_features", check_int(self.in_features, "in_features", minimum=1))
-        set_(self, "n_classes", check_int(self.n_classes, "n_classes", minimum=2))
+        set_(self, "in_features", check_int(self.in_features, "in_features", minimum=1,
+                                            maximum=_MAX_WIDTH))
+        set_(self, "n_classes", check_int(self.n_classes, "n_classes", minimum=2,
+                                          maximum=_MAX_WIDTH))
         hidden = self.hidden
         if isinstance(hidden, (int, np.integer)) and not isinstance(hidden, bool):
             hidden = (hidden,)
         if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
             raise InvalidTypeError(f"hidden must be a tuple of positive ints, got {_show(hidden)}")
-        set_(self, "hidden", tuple(check_int(h, "hidden entry", minimum=1) for h in hidden))
+        set_(self, "hidden", tuple(check_int(h, "hidden entry", minimum=1, maximum=_MAX_WIDTH)
+                                   for h in hidden))
         set_(self, "activation", check_choice(self.activation, "activation", ACTIVATIONS))
         set_(self, "prior_scale", check_float(self.prior_scale, "prior_scale", low=0.0,
                                               low_open=True))

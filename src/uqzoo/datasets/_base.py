@@ -17,7 +17,11 @@ from uqzoo._validation import (
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["ClassificationData"]
+__all__ = ["ClassificationData", "MAX_CLASSES"]
+
+# A bound far above any classification problem this library is for, so that a
+# typo cannot make the default class names (one string per class) exhaust memory.
+MAX_CLASSES = 100_000
 
 
 def _frozen(arr: np.ndarray | None) -> np.ndarray | None:
@@ -96,7 +100,7 @@ class ClassificationData:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: validated copies replace the inputs
-        n_classes = check_int(self.n_classes, "n_classes", minimum=2)
+        n_classes = check_int(self.n_classes, "n_classes", minimum=2, maximum=MAX_CLASSES)
         X_train = as_float_matrix(self.X_train, "X_train")
         X_test = as_float_matrix(self.X_test, "X_test", n_features=X_train.shape[1])
         y_train = as_labels(self.y_train, "y_train", n_classes, n_rows=X_train.shape[0])

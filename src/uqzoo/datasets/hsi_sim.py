@@ -330,7 +330,7 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
     Kokaly, R. F. et al. (2017). USGS Spectral Library Version 7. USGS Data
     Series 1035. doi:10.3133/ds1035.
     """
-    size = check_int(size, "size", minimum=8, maximum=4096)  # 4096² pixels × 211 bands ≈ 14 GiB
+    size = check_int(size, "size", minimum=8, maximum=2048)  # 2048² px × 211 bands ≈ 3.5 GiB
     if n_targets is None:
         n_targets = max(1, round(size * size / 60))
     n_targets = check_int(n_targets, "n_targets", minimum=0)

@@ -113,9 +113,10 @@ def load_sim_teacher(*, p: int = 5, n_train: int = 1000, n_test: int = 5000,
     p = check_int(p, "p", minimum=1, maximum=100_000)
     n_train = check_int(n_train, "n_train", minimum=2, maximum=100_000_000)
     n_test = check_int(n_test, "n_test", minimum=1, maximum=100_000_000)
-    if (n_train + n_test) * p > 2**31:
+    # 2**28 values are 2 GiB in float64, the simulator's working precision.
+    if (n_train + n_test) * p > 2**28:
         raise InvalidInputError(
-            f"(n_train + n_test) × p must be at most 2**31 values (8 GiB of float32), got "
+            f"(n_train + n_test) × p must be at most 2**28 values (2 GiB of float64), got "
             f"({n_train} + {n_test}) × {p}"
         )
     n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=1000)
