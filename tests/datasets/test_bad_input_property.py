@@ -54,8 +54,8 @@ def test_load_random_options(name, option, value):
         value = 8  # keep it fast; a valid size is not what this test is about
     try:
         datasets.load(name, **{option: value})
-    except uz.UqzooError:
-        pass
+    except uz.UqzooError as exc:
+        assert str(exc), "a uqzoo error must say what was wrong"
 
 
 def test_property_check_would_notice_foreign_errors():
