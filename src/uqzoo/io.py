@@ -9,7 +9,8 @@ JSON string attribute):
 - ``/diagnostics``: convergence summaries, loss/ELBO traces, timings;
 - ``/anchor``: the linearisation point of a "glm" predictive (Laplace);
 - root attributes: ``uqzoo_format``, ``method``, ``seed``, ``predictive``,
-  ``converged``, and JSON strings ``config``, ``spec``, ``warnings``, ``versions``.
+  ``converged``, and JSON strings ``config``, ``spec``, ``warnings``, ``classes``
+  (the original class labels, or null for 0..K-1), ``versions``.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def to_datatree(posterior) -> xr.DataTree:
         "config": json.dumps(posterior.config),
         "spec": json.dumps(posterior.spec.to_dict()),
         "warnings": json.dumps(list(posterior.warnings)),
+        "classes": json.dumps(None if posterior.classes is None else list(posterior.classes)),
         "versions": json.dumps(_versions()),
     })
     tree = xr.DataTree(dataset=root)
@@ -188,6 +190,7 @@ def load_posterior(path):
             sample_stats=stats, diagnostics=diagnostics, predictive=attrs["predictive"],
             anchor=anchor, converged=json.loads(attrs["converged"]),
             warnings=tuple(json.loads(attrs["warnings"])),
+            classes=json.loads(attrs.get("classes", "null")),
         )
     except FileFormatError:
         raise

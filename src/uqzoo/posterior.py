@@ -40,6 +40,20 @@ def _json_default(obj: Any) -> Any:
     raise InvalidTypeError(f"config value {_show(obj)} is not JSON-serialisable")
 
 
+def _check_classes(classes: object, n_classes: int) -> tuple[Any, ...]:
+    """Original labels as a tuple of JSON scalars, one per class, all distinct."""
+    if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence) \
+            and not isinstance(classes, np.ndarray):
+        raise InvalidTypeError(f"classes must be a sequence of labels, got {_show(classes)}")
+    labels = tuple(v.item() if isinstance(v, np.generic) else v for v in classes)
+    if len(labels) != n_classes or len(set(labels)) != n_classes or not all(
+            isinstance(v, (str, int, float, bool)) for v in labels):
+        raise InvalidInputError(
+            f"classes must hold {n_classes} distinct labels (str, int, float or bool), "
+            f"one per class, got {_show(classes)}")
+    return labels
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Posterior:
     """Parameter draws of one fitted method, with their provenance.
@@ -74,6 +88,9 @@ class Posterior:
         method has no such check.
     warnings : tuple of str
         Human-readable convergence or fit warnings, carried into reports.
+    classes : tuple or None
+        The original class labels (str, int, float or bool), in the order of
+        the probability columns 0..K-1; None means the labels are 0..K-1.
     """
 
     spec: MLPSpec
@@ -88,6 +105,7 @@ class Posterior:
     anchor: Mapping[str, np.ndarray] | None = None
     converged: bool | None = None
     warnings: tuple[str, ...] = ()
+    classes: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -141,6 +159,8 @@ class Posterior:
         set_(self, "warnings", tuple(str(w) for w in self.warnings))
         if self.converged is not None:
             set_(self, "converged", bool(self.converged))
+        if self.classes is not None:
+            set_(self, "classes", _check_classes(self.classes, self.spec.n_classes))
 
     # -- predictions ------------------------------------------------------------------
 
