@@ -141,7 +141,13 @@ def test_mlp_module_state_dict_matches_layout_and_forward():
     with torch.no_grad():
         expected = module(X)
     got = tnet.forward_logits(spec, dict(state), X)
-    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    # nn.Linear fuses the bias (addmm), the shared forward may not: both are
+    # within the float32 bound of the exact logits, so within twice it of
+    # each other.
+    params = {k: v.numpy()[None] for k, v in state.items()}
+    ref, bound = forward64(spec, {k: v[0] for k, v in params.items()}, X.numpy())
+    tol = 2 * (bound + U32 * np.abs(ref))
+    assert np.all(np.abs(got.numpy() - expected.numpy()) <= tol)
 
 
 # -- the linearised forward (Laplace "glm" predictive) ----------------------------------

@@ -16,6 +16,8 @@ import torch
 
 import uqzoo as uz
 from _float32_reference import U32, draws_proba64, gamma
+
+U64 = 2.0**-53          # unit roundoff of float64
 from uqzoo import predictive
 from uqzoo.predictive import _CHUNK_ELEMENTS, _chunk_size, predict_proba_draws, summarize
 from uqzoo.spec import MLPSpec
@@ -111,21 +113,45 @@ def test_chunking_does_not_change_the_summary(n_classes):
                       <= 2 * entropy_tolerance(spec, bound))
 
 
-def test_worker_threads_do_not_change_the_summary():
-    """Chunks are computed identically whichever worker runs them: bitwise equal."""
+def assert_within_rounding(a, b, spec, bound):
+    """Two float32 summaries of the same draws, each within the rounding bound of
+    the exact one, so within twice that bound of each other. Used wherever the
+    two runs may use different BLAS kernels, block shapes or thread counts."""
+    assert np.all(np.abs(a.lower - b.lower) <= 2 * bound.max(0) + 8 * U32)
+    assert np.all(np.abs(a.upper - b.upper) <= 2 * bound.max(0) + 8 * U32)
+    assert np.all(np.abs(a.mean - b.mean) <= 2 * bound.mean(0) + 2 * gamma(128))
+    assert np.all(np.abs(a.expected_entropy - b.expected_entropy)
+                  <= 2 * entropy_tolerance(spec, bound))
+
+
+def test_worker_count_does_not_change_the_summary_beyond_rounding():
+    spec, draws, X = make_case((10, 10), 2, n_points=50)
+    _, bound = draws_proba64(spec, draws, X)
+    one = summarize(spec, draws, X, chunk_size=7, workers=1)
+    for workers in (2, 3):
+        assert_within_rounding(summarize(spec, draws, X, chunk_size=7, workers=workers),
+                               one, spec, bound)
+    with pytest.raises(uz.InvalidInputError, match="workers"):
+        summarize(spec, draws, X, workers=0)
+
+
+def test_summarize_leaves_torch_threads_as_the_caller_set_them():
+    import threading
+
     spec, draws, X = make_case((10, 10), 2, n_points=50)
     before = torch.get_num_threads()
     try:
-        torch.set_num_threads(1)
-        one = summarize(spec, draws, X, chunk_size=7)
-        torch.set_num_threads(2)
-        two = summarize(spec, draws, X, chunk_size=7)
-        assert torch.get_num_threads() == 2       # the engine restores torch's setting
+        for caller in (1, 2, 3):
+            torch.set_num_threads(caller)
+            summarize(spec, draws, X, chunk_size=7, workers=2)
+            assert torch.get_num_threads() == caller
+            seen = []
+            fresh = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+            fresh.start()
+            fresh.join()
+            assert seen == [caller]          # threads started later are not single-threaded
     finally:
         torch.set_num_threads(before)
-    np.testing.assert_array_equal(one.lower, two.lower)
-    np.testing.assert_array_equal(one.mean, two.mean)
-    np.testing.assert_array_equal(one.expected_entropy, two.expected_entropy)
 
 
 def test_binary_bounds_are_symmetric_and_mean_sums_to_one():
@@ -133,8 +159,12 @@ def test_binary_bounds_are_symmetric_and_mean_sums_to_one():
     s = summarize(spec, draws, X, LEVELS)
     # each class's mean is its own float32 sigmoid, summed in blocks (γ_128)
     np.testing.assert_allclose(s.mean.sum(-1), 1.0, rtol=0, atol=4 * U32 + 2 * gamma(128))
-    # Q_q(1 - p) = 1 - Q_{1-q}(p)
-    np.testing.assert_allclose(s.lower[:, :, 0], 1 - s.upper[:, :, 1], rtol=0, atol=4e-16)
+    # Q_q(1 - p) = 1 - Q_{1-q}(p). Both sides come from the same float32 logits
+    # through float64 sigmoids: each exp is within 4 ulp (numpy's SIMD exp
+    # differs by CPU), the add, divide, interpolation (3 ops) and the
+    # subtraction from 1 add one ulp each, on values at most 1.
+    np.testing.assert_allclose(s.lower[:, :, 0], 1 - s.upper[:, :, 1], rtol=0,
+                               atol=2 * (4 + 5) * U64 + U64)
     lo, hi = s.interval(0.9)
     np.testing.assert_array_equal(lo, s.lower[2])
     np.testing.assert_array_equal(hi, s.upper[2])
@@ -158,10 +188,11 @@ def test_glm_predictive_summarises_the_linearised_network():
 
 
 def test_summary_is_reproducible_and_inputs_are_not_mutated():
+    """Same machine, same settings: bit-identical, the promise users rely on."""
     spec, draws, X = make_case((10, 10), 3)
     copies = {k: v.copy() for k, v in draws.items()}, X.copy()
-    a = summarize(spec, draws, X)
-    b = summarize(spec, draws, X)
+    a = summarize(spec, draws, X, workers=2)
+    b = summarize(spec, draws, X, workers=2)
     np.testing.assert_array_equal(a.lower, b.lower)
     np.testing.assert_array_equal(a.mean, b.mean)
     for k in draws:
@@ -218,8 +249,14 @@ def _read_status_kib(field):
 
 
 def test_peak_memory_is_far_below_one_s_by_n_array():
-    """S × N float32 would be 200 MB here; the engine's peak growth must stay a
-    small fraction of it (outputs are ~13 MB, work buffers a few MB)."""
+    """S × N float32 would be 200 MB here; the engine's peak growth must stay well
+    below it (outputs are ~13 MB, work buffers a few MB per worker).
+
+    Peak RSS depends on the allocator (glibc gives each worker thread its own
+    arena, and may keep freed blocks), so the margin is wide: anything up to
+    half of one S × N array passes; an engine that held the (S, N) draws, or
+    two such arrays as numpy's quantile does, cannot. The precise figure
+    lives in ``benchmarks/bench_evaluate_memory.py``."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")                        # reset the peak-RSS counter
@@ -234,18 +271,18 @@ def test_peak_memory_is_far_below_one_s_by_n_array():
     peak = _read_status_kib("VmHWM") * 1024
     one_s_by_n = 500 * 100_000 * 4
     assert s.mean.shape == (100_000, 2)
-    assert peak - base < outputs + one_s_by_n / 4
+    assert peak - base < outputs + one_s_by_n / 2
 
 
 def test_concurrent_calls_agree_and_restore_torch_threads():
     from concurrent.futures import ThreadPoolExecutor
 
     spec, draws, X = make_case((10, 10), 2, n_points=60)
+    _, bound = draws_proba64(spec, draws, X)
     before = torch.get_num_threads()
     expected = summarize(spec, draws, X, chunk_size=8)
     with ThreadPoolExecutor(3) as pool:
         results = list(pool.map(lambda _: summarize(spec, draws, X, chunk_size=8), range(6)))
     assert torch.get_num_threads() == before
     for r in results:
-        np.testing.assert_array_equal(r.lower, expected.lower)
-        np.testing.assert_array_equal(r.mean, expected.mean)
+        assert_within_rounding(r, expected, spec, bound)

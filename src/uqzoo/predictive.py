@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,8 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
 
-__all__ = ["PredictiveSummary", "predict_proba_draws", "summarize", "DEFAULT_LEVELS"]
+__all__ = ["PredictiveSummary", "predict_proba_draws", "summarize", "DEFAULT_LEVELS",
+           "default_workers"]
 
 DEFAULT_LEVELS = (0.5, 0.8, 0.9, 0.95)
 
@@ -442,42 +444,18 @@ class _Summarizer:
         self.upper[:, start:stop] = q[1::2]
 
 
-class _SingleThreadedTorch:
-    """Context manager: torch intra-op threads = 1 while any summarize runs.
-
-    ``torch.set_num_threads`` is process-wide; a count of active users makes
-    concurrent or nested calls restore the caller's setting exactly once.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._active = 0
-        self._saved = None
-
-    def __call__(self):
-        return self
-
-    def __enter__(self):
-        with self._lock:
-            if self._active == 0:
-                self._saved = torch.get_num_threads()
-                torch.set_num_threads(1)
-            self._active += 1
-
-    def __exit__(self, *exc):
-        with self._lock:
-            self._active -= 1
-            if self._active == 0:
-                torch.set_num_threads(self._saved)
-
-
-_single_threaded_torch = _SingleThreadedTorch()
+def default_workers() -> int:
+    """Worker threads :func:`summarize` uses by default: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                     # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def summarize(spec: MLPSpec, draws: Mapping, X: object,
               levels: Sequence[float] = DEFAULT_LEVELS, *,
               anchor: Mapping | None = None, chunk_size: int | None = None,
-              progress_bar: bool = False) -> PredictiveSummary:
+              workers: int | None = None, progress_bar: bool = False) -> PredictiveSummary:
     """Stream the posterior predictive over X in chunks and summarise each point.
 
     Parameters
@@ -492,6 +470,11 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
         Linearise the network around these parameters (Laplace "glm").
     chunk_size : int, optional
         Rows per chunk. Memory is O(S × chunk_size × K) per worker.
+    workers : int, optional
+        Worker threads the chunks are spread over; by default the cores
+        available to the process (:func:`default_workers`). With 1, the
+        chunks run in the calling thread and torch uses its own intra-op
+        threads as the caller set them.
     progress_bar : bool
         Show a tqdm bar over chunks.
 
@@ -509,11 +492,15 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     monotone map, so the result equals ``np.quantile`` of the probabilities
     while the selection runs on one column.
 
-    Chunks are spread over ``torch.get_num_threads()`` worker threads, each
-    running torch single-threaded for the duration of the call (torch's
-    intra-op threading is restored afterwards): the per-chunk work is many
-    small products and a numpy partial sort, which scale better across
-    chunks than inside each operation.
+    Chunks are spread over ``workers`` threads, each running torch
+    single-threaded: the per-chunk work is many small products and a numpy
+    sort, which scale better across chunks than inside each operation.
+    torch's thread count is per thread (an OpenMP setting), so the caller's
+    ``torch.get_num_threads()`` is never changed, also when several threads
+    call ``summarize`` at once. Results agree across worker counts and
+    chunkings to float32 rounding, not bitwise (a different BLAS thread
+    count or block shape may round differently); the same call on the same
+    machine with the same settings is bit-identical.
 
     Examples
     --------
@@ -537,12 +524,16 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     expected_entropy = np.empty(N)
 
     starts = list(range(0, N, chunk))
-    n_workers = max(1, min(torch.get_num_threads(), len(starts)))
+    workers = default_workers() if workers is None else check_int(workers, "workers",
+                                                                  minimum=1, maximum=1024)
+    n_workers = min(workers, len(starts))
     bar = None
     if progress_bar:
         from tqdm.auto import tqdm
         bar = tqdm(total=len(starts), desc="summarize", unit="chunk")
     bar_lock = threading.Lock()
+
+    caller_threads = torch.get_num_threads()
 
     def work(worker: int) -> None:
         summarizer = _Summarizer(forward, X, chunk, ranks, plan, mean, lower, upper,
@@ -553,13 +544,22 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
                 with bar_lock:
                     bar.update(1)
 
+    def pooled_work(worker: int) -> None:
+        # torch.set_num_threads sets this worker thread's own OpenMP/MKL count;
+        # it also records the count that threads started later begin with, so
+        # the worker hands back the caller's count when it is done.
+        torch.set_num_threads(1)
+        try:
+            work(worker)
+        finally:
+            torch.set_num_threads(caller_threads)
+
     try:
         if n_workers == 1:
             work(0)
         else:
-            with _single_threaded_torch(), ThreadPoolExecutor(
-                    n_workers, thread_name_prefix="uqzoo-summarize") as pool:
-                for future in [pool.submit(work, w) for w in range(n_workers)]:
+            with ThreadPoolExecutor(n_workers, thread_name_prefix="uqzoo-summarize") as pool:
+                for future in [pool.submit(pooled_work, w) for w in range(n_workers)]:
                     future.result()
     finally:
         if bar is not None:

@@ -18,7 +18,6 @@ MCMC. Bayesian Analysis 16(2).
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Mapping
 
@@ -59,35 +58,33 @@ def rhat_ess(values: np.ndarray) -> dict[str, np.ndarray]:
     """
     values = np.asarray(values, dtype=np.float64)
     rest = values.shape[2:]
-    if values.shape[1] < 4:
-        nan = np.full(rest, np.nan)
-        return {"rhat": nan, "ess_bulk": nan.copy(), "ess_tail": nan.copy()}
+    nan = np.full(rest, np.nan)
     if values.shape[0] == 1 and values.shape[1] >= 8:
         # ArviZ needs two chains; a lone chain is cut into halves, which ArviZ
         # splits again -- split R-hat over its quarters, the one-chain analogue.
         half = values.shape[1] // 2
         values = values[0, :2 * half].reshape((2, half) + rest)
-    az = _arviz()
-    dims = [f"q{i}" for i in range(len(rest))]
-    dataset = az.convert_to_dataset({"q": values}, dims={"q": dims})
-    out = {}
-    # ArviZ logs a "shape validation" notice for a single chain; split R-hat of
-    # one chain is still meaningful (it compares the chain's two halves).
-    logger = logging.getLogger("arviz")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
+    if values.shape[0] < 2 or values.shape[1] < 4:
+        # ArviZ would only log a "shape validation" notice and return NaN.
+        return {"rhat": nan, "ess_bulk": nan.copy(), "ess_tail": nan.copy()}
+    # Diagnose only quantities that are finite in every draw: ArviZ logs a
+    # notice for NaN input, and a non-finite draw has no R-hat anyway. Nothing
+    # here touches ArviZ's logger, which belongs to the caller's process.
+    flat = values.reshape(values.shape[:2] + (-1,))
+    finite = np.all(np.isfinite(flat), axis=(0, 1))
+    out = {k: np.full(flat.shape[2], np.nan) for k in ("rhat", "ess_bulk", "ess_tail")}
+    if finite.any():
+        az = _arviz()
+        dataset = az.convert_to_dataset({"q": flat[:, :, finite]}, dims={"q": ["q0"]})
         with warnings.catch_warnings():
             # Constant quantities (a saturated probability) make ArviZ divide
             # by zero; they come back as NaN, which is what we report.
             warnings.simplefilter("ignore", RuntimeWarning)
             warnings.simplefilter("ignore", UserWarning)
-            out["rhat"] = az.rhat(dataset)["q"].values
-            out["ess_bulk"] = az.ess(dataset, method="bulk")["q"].values
-            out["ess_tail"] = az.ess(dataset, method="tail")["q"].values
-    finally:
-        logger.setLevel(level)
-    return {k: np.asarray(v, dtype=np.float64).reshape(rest) for k, v in out.items()}
+            out["rhat"][finite] = az.rhat(dataset)["q"].values
+            out["ess_bulk"][finite] = az.ess(dataset, method="bulk")["q"].values
+            out["ess_tail"][finite] = az.ess(dataset, method="tail")["q"].values
+    return {k: v.reshape(rest) for k, v in out.items()}
 
 
 def layer_norms(spec: MLPSpec, draws: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from uqzoo._validation import check_int
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import config_dict
+from uqzoo.methods._config import (check_draw_memory, check_members, check_training_sizes,
+                                   config_dict)
 from uqzoo.posterior import Posterior
 
 __all__ = ["Config", "fit", "resample_counts"]
@@ -48,8 +48,8 @@ class Config(_trainer.TrainingConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "num_members",
-                           check_int(self.num_members, "num_members", minimum=1))
+        object.__setattr__(self, "num_members", check_members(self.num_members, "num_members"))
+        check_training_sizes(self, self.num_members, "num_members")
         if not isinstance(self.stratified, (bool, np.bool_)):
             from uqzoo.errors import InvalidTypeError
             raise InvalidTypeError(f"stratified must be a bool, got {self.stratified!r}")
@@ -120,6 +120,7 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     >>> post.diagnostics["resample_counts"].sum(axis=1).tolist()
     [200, 200, 200]
     """
+    check_draw_memory(spec, config.num_members, "num_members")
     start = time.perf_counter()
 
     def resample(y, num_members, rng):

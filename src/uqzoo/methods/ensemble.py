@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-from uqzoo._validation import check_int
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import config_dict
+from uqzoo.methods._config import (check_draw_memory, check_members, check_training_sizes,
+                                   config_dict)
 from uqzoo.posterior import Posterior
 
 __all__ = ["Config", "fit"]
@@ -44,8 +44,8 @@ class Config(_trainer.TrainingConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "num_members",
-                           check_int(self.num_members, "num_members", minimum=1))
+        object.__setattr__(self, "num_members", check_members(self.num_members, "num_members"))
+        check_training_sizes(self, self.num_members, "num_members")
 
 
 def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
@@ -76,6 +76,7 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     >>> post.predict_proba_draws(data.X_test).shape
     (3, 50, 2)
     """
+    check_draw_memory(spec, config.num_members, "num_members")
     start = time.perf_counter()
     result, info = _trainer.fit_members(spec, data, config, seed=seed,
                                         num_members=config.num_members,

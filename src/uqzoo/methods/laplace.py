@@ -44,10 +44,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from uqzoo._validation import as_float_matrix, check_choice, check_int
+from uqzoo._validation import as_float_matrix, check_choice
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import config_dict
+from uqzoo.methods._config import (MAX_MATRIX_ELEMENTS, check_draw_memory, check_draws,
+                                   check_training_sizes, config_dict)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -101,7 +102,8 @@ class Config(_trainer.TrainingConfig):
         set_(self, "prior_tuning", check_choice(self.prior_tuning, "prior_tuning",
                                                 PRIOR_TUNINGS))
         set_(self, "predictive", check_choice(self.predictive, "predictive", PREDICTIVES))
-        set_(self, "num_samples", check_int(self.num_samples, "num_samples", minimum=1))
+        set_(self, "num_samples", check_draws(self.num_samples, "num_samples"))
+        check_training_sizes(self, 1, "members")
 
 
 # -- the layout of the Laplace parameters ---------------------------------------------------
@@ -409,6 +411,15 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     >>> post.predict_proba_draws(data.X_test).shape, post.predictive
     ((100, 50, 2), 'glm')
     """
+    check_draw_memory(spec, config.num_samples, "num_samples")
+    if config.hessian == "full":
+        n_sub = _subset_index(spec, config.subset).size
+        if n_sub * n_sub > MAX_MATRIX_ELEMENTS:
+            raise InvalidInputError(
+                f"hessian='full' with subset={config.subset!r} builds a {n_sub:,} × {n_sub:,} "
+                f"float64 precision matrix ({n_sub * n_sub * 8 / 2**30:.1f} GiB); at most "
+                f"{MAX_MATRIX_ELEMENTS:,} entries (2 GiB) are allowed: use hessian='diag' or "
+                f"subset='last_layer'")
     start = time.perf_counter()
     ss_train, ss_draws = np.random.SeedSequence(seed).spawn(2)
     result, info = _trainer.fit_members(spec, data, config,

@@ -33,7 +33,8 @@ import numpy as np
 from uqzoo._validation import as_float_matrix, check_float, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import config_dict
+from uqzoo.methods._config import (check_draw_memory, check_draws, check_training_sizes,
+                                   config_dict)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -64,8 +65,8 @@ class Config(_trainer.TrainingConfig):
         if self.dropout is not None:
             object.__setattr__(self, "dropout", check_float(
                 self.dropout, "dropout", low=0.0, high=1.0, low_open=True, high_open=True))
-        object.__setattr__(self, "num_samples",
-                           check_int(self.num_samples, "num_samples", minimum=1))
+        object.__setattr__(self, "num_samples", check_draws(self.num_samples, "num_samples"))
+        check_training_sizes(self, 1, "members")
 
 
 def _rate(spec: MLPSpec, config: Config) -> float:
@@ -145,6 +146,7 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     >>> post.predict_proba_draws(data.X_test).shape
     (30, 50, 2)
     """
+    check_draw_memory(spec, config.num_samples, "num_samples")
     start = time.perf_counter()
     rate = _rate(spec, config)
     ss_train, ss_draws = np.random.SeedSequence(seed).spawn(2)

@@ -43,7 +43,8 @@ import numpy as np
 
 from uqzoo.errors import ConvergenceWarning, InvalidInputError
 from uqzoo.methods import _diagnostics
-from uqzoo.methods._config import check_choice, check_float, check_int, config_dict
+from uqzoo.methods._config import (check_choice, check_draw_memory, check_draws, check_float,
+                                   check_int, check_iterations, check_members, config_dict)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -110,19 +111,19 @@ class Config:
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
-        set_("num_steps", check_int(self.num_steps, "num_steps", minimum=1))
+        set_("num_steps", check_iterations(self.num_steps, "num_steps"))
         set_("learning_rate", check_float(self.learning_rate, "learning_rate", low=0.0,
                                           low_open=True))
         set_("lr_schedule", check_choice(self.lr_schedule, "lr_schedule", LR_SCHEDULES))
         set_("final_lr_fraction", check_float(self.final_lr_fraction, "final_lr_fraction",
                                               low=0.0, high=1.0, low_open=True))
-        set_("num_particles", check_int(self.num_particles, "num_particles", minimum=1))
+        set_("num_particles", check_members(self.num_particles, "num_particles"))
         set_("init_scale", check_float(self.init_scale, "init_scale", low=0.0, low_open=True))
         set_("kl_annealing_steps", check_int(self.kl_annealing_steps, "kl_annealing_steps",
                                              minimum=0, maximum=self.num_steps // 2))
         if self.batch_size is not None:
             set_("batch_size", check_int(self.batch_size, "batch_size", minimum=1))
-        set_("num_samples", check_int(self.num_samples, "num_samples", minimum=1))
+        set_("num_samples", check_draws(self.num_samples, "num_samples"))
         if self.convergence_window is not None:
             set_("convergence_window", check_int(self.convergence_window, "convergence_window",
                                                  minimum=2))
@@ -426,6 +427,7 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     >>> post.diagnostics["elbo"].shape                                 # doctest: +SKIP
     (5000,)
     """
+    check_draw_memory(spec, config.num_samples, "num_samples")
     t0 = time.perf_counter()
     X = np.asarray(data.X_train, dtype=np.float32)
     y = np.asarray(data.y_train)

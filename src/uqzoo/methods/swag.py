@@ -43,7 +43,8 @@ import numpy as np
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import config_dict
+from uqzoo.methods._config import (check_draw_memory, check_draws, check_members,
+                                   check_training_sizes, config_dict)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -236,9 +237,14 @@ class Config(_trainer.TrainingConfig):
         set_(self, "max_rank", check_int(self.max_rank, "max_rank", minimum=2))
         set_(self, "scale", check_float(self.scale, "scale", low=0.0, low_open=True))
         set_(self, "covariance", check_choice(self.covariance, "covariance", COVARIANCES))
-        set_(self, "num_runs", check_int(self.num_runs, "num_runs", minimum=1))
-        set_(self, "num_samples", check_int(self.num_samples, "num_samples",
-                                            minimum=self.num_runs))
+        set_(self, "num_runs", check_members(self.num_runs, "num_runs"))
+        set_(self, "num_samples", check_draws(self.num_samples, "num_samples",
+                                              minimum=self.num_runs))
+        check_training_sizes(self, self.num_runs, "num_runs")
+        # Each run allocates max_rank deviation vectors up front (swag_init), so
+        # num_runs × max_rank parameter vectors are bounded like draws (and by
+        # their bytes in fit, once the spec is known).
+        check_draws(self.num_runs * self.max_rank, "num_runs × max_rank")
         if self.validation_fraction > 0:
             raise InvalidInputError(
                 f"validation_fraction must be 0 for swag (it samples along the SGD "
@@ -287,6 +293,8 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     >>> post.predict_proba_draws(data.X_test).shape
     (20, 50, 2)
     """
+    check_draw_memory(spec, config.num_samples, "num_samples")
+    check_draw_memory(spec, config.num_runs * config.max_rank, "num_runs × max_rank")
     start = time.perf_counter()
     ss_train, ss_draws = np.random.SeedSequence(seed).spawn(2)
     schedule = learning_rate_schedule(config.num_epochs, config.swa_start_epoch,
