@@ -19,9 +19,9 @@ from uqzoo.errors import InvalidInputError
 
 __all__ = [
     "MAX_DRAWS", "MAX_DRAW_BYTES", "MAX_ITERATIONS", "MAX_MATRIX_ELEMENTS", "MAX_MEMBERS",
-    "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_choice", "check_draw_memory", "check_draws", "check_float", "check_int",
-    "check_iterations", "check_members", "check_trace", "check_training_sizes", "config_dict",
-    "set_field",
+    "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_choice", "check_draw_memory",
+    "check_draws", "check_float", "check_int", "check_iterations", "check_members",
+    "check_trace", "check_training_sizes", "config_dict", "set_field",
 ]
 
 # Networks trained (or chains run) side by side: num_members, num_chains,

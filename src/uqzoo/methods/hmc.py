@@ -62,7 +62,8 @@ from uqzoo import predictive as engine
 from uqzoo._validation import _show
 from uqzoo.errors import ConvergenceWarning, InvalidTypeError
 from uqzoo.methods import _diagnostics
-from uqzoo.methods._config import check_choice, check_float, check_int, config_dict
+from uqzoo.methods._config import (check_chain_sizes, check_choice, check_draws, check_float,
+                                   check_int, check_iterations, check_members, config_dict)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -152,10 +153,11 @@ class Config:
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
-        set_("num_warmup", check_int(self.num_warmup, "num_warmup", minimum=0))
-        set_("num_samples", check_int(self.num_samples, "num_samples", minimum=1))
-        set_("num_chains", check_int(self.num_chains, "num_chains", minimum=1))
-        set_("thinning", check_int(self.thinning, "thinning", minimum=1))
+        set_("num_warmup", check_iterations(self.num_warmup, "num_warmup", minimum=0))
+        set_("num_samples", check_draws(self.num_samples, "num_samples"))
+        set_("num_chains", check_members(self.num_chains, "num_chains"))
+        set_("thinning", check_iterations(self.thinning, "thinning"))
+        check_chain_sizes(self.num_chains, self.num_samples, self.num_warmup, self.thinning)
         set_("target_accept", check_float(self.target_accept, "target_accept", low=0.0,
                                           high=1.0, low_open=True, high_open=True))
         set_("max_tree_depth", check_int(self.max_tree_depth, "max_tree_depth",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from uqzoo._validation import _show, as_labels, as_probabilities, check_float
+from uqzoo._validation import _show, as_labels, as_probabilities, check_float, check_int
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 # A float64 sum of integers is exact while it stays below 2**53. Values are
@@ -14,6 +14,30 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 # 2**(53 - 26) = 2**27 values per bin before it could round.
 _LIMB_BITS = 26
 _MAX_EXACT_CHUNK = 2**27
+
+
+# Calibration bins: every binned metric keeps about eight length-B arrays of
+# 8-byte totals (counts, outcome counts, two fixed-point limbs, edges, and
+# bincount's 2B scratch), so 10**6 bins cost ~64 MB. More bins than that leave
+# almost every bin empty for any data set uqzoo evaluates; the bound turns a
+# typo (n_bins=10**12) into a clear error instead of a MemoryError.
+MAX_BINS = 10**6
+# Class-wise calibration bins every class column separately: K × B bins.
+MAX_CLASSWISE_BINS = 2**24
+
+
+def check_n_bins(n_bins: object, n_classes: int = 1) -> int:
+    """``n_bins`` as an int in [1, MAX_BINS], with n_classes × n_bins <= MAX_CLASSWISE_BINS."""
+    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    if n_bins > MAX_BINS:
+        raise InvalidInputError(
+            f"n_bins must be at most {MAX_BINS:,} (each bin keeps ~64 bytes of totals, and "
+            f"more bins than that are nearly all empty), got {n_bins:,}")
+    if n_classes * n_bins > MAX_CLASSWISE_BINS:
+        raise InvalidInputError(
+            f"n_bins × number of classes = {n_bins:,} × {n_classes:,} must be at most "
+            f"{MAX_CLASSWISE_BINS:,} (2**24 class-wise bins, ~1 GiB of totals); lower n_bins")
+    return n_bins
 
 
 # Per-point work runs over blocks of rows small enough that every temporary

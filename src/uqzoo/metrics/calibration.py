@@ -27,7 +27,8 @@ from scipy import stats
 
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
-from uqzoo.metrics._common import FixedPointSums, check_probs_and_labels, validated_blocks
+from uqzoo.metrics._common import (FixedPointSums, check_n_bins, check_probs_and_labels,
+                                   validated_blocks)
 
 __all__ = [
     "CalibrationBins",
@@ -233,7 +234,7 @@ def _check_binary(probs: object) -> None:
 
 def _check_options(n_bins: object, confidence: object, binning: object
                    ) -> tuple[int, str, str]:
-    return (check_int(n_bins, "n_bins", minimum=1),
+    return (check_n_bins(n_bins),
             check_choice(confidence, "confidence", CONFIDENCE_KINDS),
             check_choice(binning, "binning", BINNINGS))
 
@@ -416,10 +417,12 @@ def classwise_ece(probs: object, y: object, n_bins: int = 15) -> float:
     Kull, M., et al. (2019). Beyond temperature scaling: obtaining
     well-calibrated multiclass probabilities with Dirichlet calibration. NeurIPS.
     """
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     count = outcome = sums = None
     n = 0
     for p, labels in validated_blocks(probs, y):
+        if count is None:
+            check_n_bins(n_bins, n_classes=p.shape[1])      # K × B bins, once K is known
         c, s, o = classwise_bins(p, labels, n_bins)
         count, outcome = (c, o) if count is None else (count + c, outcome + o)
         sums = s if sums is None else sums.merged(s)
