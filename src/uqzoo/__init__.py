@@ -5,29 +5,69 @@
 >>> spec = uz.MLPSpec(data.n_features, data.n_classes)      # doctest: +SKIP
 >>> post = uz.fit("hmc", spec, data, seed=0)                # doctest: +SKIP
 >>> report = uz.evaluate(post, data)                        # doctest: +SKIP
+
+Every public name is imported on first use (PEP 562), so ``import uqzoo`` and
+``uqzoo --help`` do not pay for torch, JAX, matplotlib, pandas or xarray.
 """
 
-from uqzoo import datasets, methods, metrics, plots
-from uqzoo.compare import Comparison, compare
-from uqzoo.datasets import ClassificationData
-from uqzoo.evaluate import EvalReport, evaluate
-from uqzoo.errors import (
-    ConvergenceWarning,
-    FileFormatError,
-    InvalidInputError,
-    InvalidTypeError,
-    UqzooError,
-)
-from uqzoo.io import load_posterior
-from uqzoo.methods import fit
-from uqzoo.posterior import Posterior
-from uqzoo.predictive import PredictiveSummary, predict_proba_draws, summarize
-from uqzoo.spec import MLPSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ClassificationData", "Comparison", "ConvergenceWarning", "EvalReport", "FileFormatError", "InvalidInputError",
-    "InvalidTypeError", "MLPSpec", "Posterior", "PredictiveSummary", "UqzooError",
-    "compare", "datasets", "evaluate", "fit", "load_posterior", "methods", "metrics", "plots", "predict_proba_draws", "summarize",
-]
+# public name -> module that defines it (a submodule itself when the name is one)
+_EXPORTS: dict[str, str] = {
+    "datasets": "uqzoo.datasets",
+    "methods": "uqzoo.methods",
+    "metrics": "uqzoo.metrics",
+    "plots": "uqzoo.plots",
+    "Comparison": "uqzoo.compare",
+    "compare": "uqzoo.compare",
+    "ClassificationData": "uqzoo.datasets",
+    "EvalReport": "uqzoo.evaluate",
+    "evaluate": "uqzoo.evaluate",
+    "ConvergenceWarning": "uqzoo.errors",
+    "FileFormatError": "uqzoo.errors",
+    "InvalidInputError": "uqzoo.errors",
+    "InvalidTypeError": "uqzoo.errors",
+    "UqzooError": "uqzoo.errors",
+    "load_posterior": "uqzoo.io",
+    "fit": "uqzoo.methods",
+    "Posterior": "uqzoo.posterior",
+    "PredictiveSummary": "uqzoo.predictive",
+    "predict_proba_draws": "uqzoo.predictive",
+    "summarize": "uqzoo.predictive",
+    "MLPSpec": "uqzoo.spec",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'uqzoo' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name == f"uqzoo.{name}" else getattr(module, name)
+    globals()[name] = value          # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from uqzoo import datasets, methods, metrics, plots
+    from uqzoo.compare import Comparison, compare
+    from uqzoo.datasets import ClassificationData
+    from uqzoo.errors import (ConvergenceWarning, FileFormatError, InvalidInputError,
+                              InvalidTypeError, UqzooError)
+    from uqzoo.evaluate import EvalReport, evaluate
+    from uqzoo.io import load_posterior
+    from uqzoo.methods import fit
+    from uqzoo.posterior import Posterior
+    from uqzoo.predictive import PredictiveSummary, predict_proba_draws, summarize
+    from uqzoo.spec import MLPSpec

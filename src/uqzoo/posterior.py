@@ -202,12 +202,13 @@ class Posterior:
         return self.summarize(X, levels=(0.5,)).mean
 
     def summarize(self, X: object, levels: Sequence[float] = engine.DEFAULT_LEVELS,
-                  chunk_size: int | None = None,
+                  chunk_size: int | None = None, workers: int | None = None,
                   progress_bar: bool = False) -> engine.PredictiveSummary:
         """Streamed per-point summary (mean, interval bounds per level); see
-        :func:`uqzoo.predictive.summarize`. Memory O(S × chunk_size)."""
+        :func:`uqzoo.predictive.summarize`. Memory O(S × chunk_size) per worker."""
         return engine.summarize(self.spec, self.draws, X, levels, anchor=self._anchor(),
-                                    chunk_size=chunk_size, progress_bar=progress_bar)
+                                chunk_size=chunk_size, workers=workers,
+                                progress_bar=progress_bar)
 
     def _anchor(self):
         return self.anchor if self.predictive == "glm" else None
