@@ -27,6 +27,7 @@ printed before and after so that a slow figure can be judged.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -59,7 +60,7 @@ def sgemm_peak(size: int = 2048, repeats: int = 7) -> float:
 
 def flops_per_member_step(spec: uz.MLPSpec, n: int) -> float:
     sizes = spec.layer_sizes
-    products = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
+    products = [a * b for a, b in itertools.pairwise(sizes)]
     return 2 * n * (2 * sum(products) + sum(products[1:]))
 
 
@@ -161,8 +162,9 @@ def main() -> None:
     print(f"load average after: {load_after}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"seconds": results, "cpu_seconds": cpu, "sgemm_gflops": peak, "work_gflop": work,
-                       "load_before": load_before, "load_after": load_after}, f, indent=1)
+            json.dump({"seconds": results, "cpu_seconds": cpu, "sgemm_gflops": peak,
+                       "work_gflop": work, "load_before": load_before,
+                       "load_after": load_after}, f, indent=1)
 
 
 if __name__ == "__main__":

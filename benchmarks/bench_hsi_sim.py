@@ -33,7 +33,7 @@ def naive_seconds(data, n_cells: int) -> tuple[float, int]:
     opts = data.meta["options"]
     band_idx = np.unique(np.round(np.linspace(0, 210, opts["n_bands"])).astype(int))
     model = hsi_sim.SceneModel(opts["target"], opts["noise"], band_idx)
-    covs = [(vec * lam) @ vec.T for lam, vec in zip(model.eigvals, model.eigvecs)]
+    covs = [(vec * lam) @ vec.T for lam, vec in zip(model.eigvals, model.eigvecs, strict=True)]
     X = data.X_test.astype(np.float64) * data.meta["scale"] + data.meta["mean"]
     values, counts = data.meta["prior"]["visible_values"], data.meta["prior"]["counts"]
     cells = np.argwhere(counts.sum(axis=2) > 0)

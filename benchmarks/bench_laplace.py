@@ -124,7 +124,7 @@ def main() -> None:
     theirs_total = None
     if args.laplace_torch_site:
         sys.path.append(args.laplace_torch_site)
-        from laplace import Laplace  # noqa: E402  (only from the side environment)
+        from laplace import Laplace
 
         model = torch.nn.Sequential(torch.nn.Linear(d, 10), torch.nn.Tanh(),
                                     torch.nn.Linear(10, 10), torch.nn.Tanh(),

@@ -13,6 +13,7 @@ Run: ``python benchmarks/bench_mfvi.py [--steps 10000] [--pyro-steps 1000]``
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 import warnings
 
@@ -56,7 +57,7 @@ def main():
     def model(X, y):
         h = X
         sizes = (50, 10, 10, 1)
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for i, (a, b) in enumerate(itertools.pairwise(sizes)):
             w = numpyro.sample(f"w{i}", dist.Normal(0, 1).expand((b, a)).to_event(2))
             c = numpyro.sample(f"b{i}", dist.Normal(0, 1).expand((b,)).to_event(1))
             h = h @ w.T + c

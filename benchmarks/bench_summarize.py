@@ -23,6 +23,7 @@ the load average is printed before and after so a slow figure can be judged.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -102,7 +103,7 @@ def single_core_peak_gflops(size: int, repeats: int) -> float:
 def network_flops(spec: uz.MLPSpec, num_draws: int, num_points: int) -> float:
     """Multiply-add FLOPs of all layers of all draws at all points."""
     sizes = spec.layer_sizes
-    per_draw_point = sum(2 * a * b for a, b in zip(sizes[:-1], sizes[1:]))
+    per_draw_point = sum(2 * a * b for a, b in itertools.pairwise(sizes))
     return float(per_draw_point) * num_draws * num_points
 
 
@@ -191,7 +192,7 @@ def main(argv=None) -> dict:
 
     subset = X[:n_numpy]
     t0 = time.perf_counter()
-    np_mean, np_q, qs = numpy_summary(spec, draws, subset, LEVELS, chunk=1000)
+    np_mean, np_q, _qs = numpy_summary(spec, draws, subset, LEVELS, chunk=1000)
     np_wall = time.perf_counter() - t0
     np_scaled = np_wall * N / n_numpy
     ours = np.concatenate([summary.lower[::-1, :n_numpy, 1], summary.upper[:, :n_numpy, 1]])

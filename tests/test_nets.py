@@ -46,7 +46,7 @@ def test_torch_and_jax_forwards_match_float64_within_float32_rounding(depth, act
                                                                       n_classes):
     spec, draws, X = make_case(depth, activation, n_classes, seed=depth * 10 + n_classes)
     ref_logits, ref_bound = zip(*(forward64(spec, {k: v[s] for k, v in draws.items()}, X)
-                                  for s in range(4)))
+                                  for s in range(4)), strict=True)
     ref_logits, ref_bound = np.stack(ref_logits), np.stack(ref_bound)
 
     torch_logits = tnet.forward_logits(spec, tnet.to_tensors(draws),
@@ -119,7 +119,7 @@ def test_jax_log_likelihood_matches_float64(n_classes):
     y = np.random.default_rng(0).integers(0, n_classes, size=X.shape[0])
     ll = np.asarray(jnet.log_likelihood(spec, {k: jnp.asarray(v) for k, v in draws.items()},
                                         jnp.asarray(X), jnp.asarray(y)))
-    p, bound = draws_proba64(spec, draws, X)
+    p, _bound = draws_proba64(spec, draws, X)
     ref = np.log(p[:, np.arange(len(y)), y]).sum(axis=1)
     # d log p / d z is bounded by 1 (binary) or 2 (softmax) per point, plus
     # float32 rounding of the N-term sum.
@@ -187,7 +187,8 @@ def test_linearized_logits_of_a_linear_model_are_the_model():
     """With no hidden layer the network is linear in θ, so linearising is exact."""
     spec, draws, X = make_case(0, "tanh", 3, seed=2)
     anchor = {k: v[0] for k, v in draws.items()}
-    as64 = lambda d: {k: torch.as_tensor(v, dtype=torch.float64) for k, v in d.items()}
+    def as64(d):
+        return {k: torch.as_tensor(v, dtype=torch.float64) for k, v in d.items()}
     X64 = torch.as_tensor(X, dtype=torch.float64)
     lin = tnet.linearized_logits(spec, as64(anchor), as64(draws), X64)
     exact = tnet.forward_logits(spec, as64(draws), X64)
@@ -197,7 +198,8 @@ def test_linearized_logits_of_a_linear_model_are_the_model():
 def test_linearized_logits_at_the_anchor_are_the_network():
     spec, draws, X = make_case(2, "tanh", 2, seed=4)
     anchor = {k: v[1] for k, v in draws.items()}
-    as64 = lambda d: {k: torch.as_tensor(v, dtype=torch.float64) for k, v in d.items()}
+    def as64(d):
+        return {k: torch.as_tensor(v, dtype=torch.float64) for k, v in d.items()}
     X64 = torch.as_tensor(X, dtype=torch.float64)
     same = {k: np.repeat(v[None], 2, axis=0) for k, v in anchor.items()}
     lin = tnet.linearized_logits(spec, as64(anchor), as64(same), X64)
@@ -211,9 +213,11 @@ def test_linearized_logits_match_finite_differences():
     anchor = {k: v[0] for k, v in draws.items()}
     rng = np.random.default_rng(0)
     delta = {k: rng.normal(size=v.shape) for k, v in anchor.items()}
-    as64 = lambda d: {k: torch.as_tensor(v, dtype=torch.float64) for k, v in d.items()}
+    def as64(d):
+        return {k: torch.as_tensor(v, dtype=torch.float64) for k, v in d.items()}
     X64 = torch.as_tensor(X, dtype=torch.float64)
-    f = lambda params: tnet.forward_logits(spec, as64(params), X64).numpy()
+    def f(params):
+        return tnet.forward_logits(spec, as64(params), X64).numpy()
     eps = 1e-5
     plus = {k: anchor[k] + eps * delta[k] for k in anchor}
     minus = {k: anchor[k] - eps * delta[k] for k in anchor}

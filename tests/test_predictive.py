@@ -16,11 +16,11 @@ import torch
 
 import uqzoo as uz
 from _float32_reference import U32, draws_proba64, gamma
-
-U64 = 2.0**-53          # unit roundoff of float64
 from uqzoo import predictive
 from uqzoo.predictive import _CHUNK_ELEMENTS, _chunk_size, predict_proba_draws, summarize
 from uqzoo.spec import MLPSpec
+
+U64 = 2.0**-53          # unit roundoff of float64
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 
@@ -60,7 +60,7 @@ SHAPES = [((), 2), ((), 3), ((8,), 2), ((10, 10), 2), ((10, 10), 4), ((5, 4, 3),
 @pytest.mark.parametrize("activation", ["tanh", "relu", "sigmoid"])
 def test_summarize_equals_plain_loop_and_np_quantile(hidden, n_classes, activation):
     spec, draws, X = make_case(hidden, n_classes, activation)
-    p, bound, mean, lower, upper, entropy = reference_summary(spec, draws, X, LEVELS)
+    _p, bound, mean, lower, upper, entropy = reference_summary(spec, draws, X, LEVELS)
     s = summarize(spec, draws, X, LEVELS)
     worst = bound.max(axis=0)                                   # (N, K)
     assert s.mean.shape == (41, n_classes) and s.lower.shape == (4, 41, n_classes)
@@ -91,7 +91,7 @@ def test_predict_proba_draws_equals_plain_loop(n_classes):
 def test_small_and_even_draw_counts_follow_np_quantile(num_draws):
     """S = 1 (every quantile is the draw), S = 2 (pure interpolation), odd and even S."""
     spec, draws, X = make_case((4,), 2, num_draws=num_draws, n_points=9)
-    p, bound, mean, lower, upper, _ = reference_summary(spec, draws, X, (0.3, 0.99))
+    _p, bound, _mean, lower, upper, _ = reference_summary(spec, draws, X, (0.3, 0.99))
     s = summarize(spec, draws, X, (0.99, 0.3))
     assert s.levels == (0.3, 0.99)
     assert np.all(np.abs(s.lower - lower) <= bound.max(0) + 4 * U32)
@@ -145,8 +145,8 @@ def test_summarize_leaves_torch_threads_as_the_caller_set_them():
             torch.set_num_threads(caller)
             summarize(spec, draws, X, chunk_size=7, workers=2)
             assert torch.get_num_threads() == caller
-            seen = []
-            fresh = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+            seen: list[int] = []
+            fresh = threading.Thread(target=lambda out=seen: out.append(torch.get_num_threads()))
             fresh.start()
             fresh.join()
             assert seen == [caller]          # threads started later are not single-threaded
@@ -168,7 +168,7 @@ def test_binary_bounds_are_symmetric_and_mean_sums_to_one():
     lo, hi = s.interval(0.9)
     np.testing.assert_array_equal(lo, s.lower[2])
     np.testing.assert_array_equal(hi, s.upper[2])
-    with pytest.raises(uz.InvalidInputError, match="0.7"):
+    with pytest.raises(uz.InvalidInputError, match=r"0\.7"):
         s.interval(0.7)
 
 

@@ -63,8 +63,13 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo import datasets, methods, metrics, plots
     from uqzoo.compare import Comparison, compare
     from uqzoo.datasets import ClassificationData
-    from uqzoo.errors import (ConvergenceWarning, FileFormatError, InvalidInputError,
-                              InvalidTypeError, UqzooError)
+    from uqzoo.errors import (
+        ConvergenceWarning,
+        FileFormatError,
+        InvalidInputError,
+        InvalidTypeError,
+        UqzooError,
+    )
     from uqzoo.evaluate import EvalReport, evaluate
     from uqzoo.io import load_posterior
     from uqzoo.methods import fit

@@ -20,7 +20,7 @@ from uqzoo._validation import _show, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
 
-__all__ = ["Posterior", "PREDICTIVES"]
+__all__ = ["PREDICTIVES", "Posterior"]
 
 PREDICTIVES = ("nn", "glm")
 
@@ -31,7 +31,7 @@ def jsonable(value: Any) -> Any:
 
 
 def _json_default(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     if isinstance(obj, np.generic):
         return obj.item()
@@ -42,8 +42,8 @@ def _json_default(obj: Any) -> Any:
 
 def _check_classes(classes: object, n_classes: int) -> tuple[Any, ...]:
     """Original labels as a tuple of JSON scalars, one per class, all distinct."""
-    if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence) \
-            and not isinstance(classes, np.ndarray):
+    if isinstance(classes, (str, bytes)) or (not isinstance(classes, Sequence) \
+            and not isinstance(classes, np.ndarray)):
         raise InvalidTypeError(f"classes must be a sequence of labels, got {_show(classes)}")
     labels = tuple(v.item() if isinstance(v, np.generic) else v for v in classes)
     if len(labels) != n_classes or len(set(labels)) != n_classes or not all(
@@ -98,7 +98,7 @@ class Posterior:
     config: Mapping[str, Any]
     seed: int
     draws: Mapping[str, np.ndarray]
-    sample_shape: tuple[int, int] | None = None
+    sample_shape: tuple[int, int] = None  # type: ignore[assignment]  # None: (1, S)
     sample_stats: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
     diagnostics: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     predictive: str = "nn"
@@ -127,8 +127,8 @@ class Posterior:
         if not isinstance(shape, (tuple, list)):
             raise InvalidTypeError(
                 f"sample_shape must be a (chains, draws) tuple, got {_show(shape)}")
-        shape = tuple(check_int(s, "sample_shape entry", minimum=1) for s in shape)
-        if len(shape) != 2 or shape[0] * shape[1] != S:
+        checked = tuple(check_int(s, "sample_shape entry", minimum=1) for s in shape)
+        if len(checked) != 2 or checked[0] * checked[1] != S:
             raise InvalidInputError(
                 f"sample_shape must be (chains, draws) with chains × draws = S = {S}, "
                 f"got {shape}"
@@ -145,12 +145,12 @@ class Posterior:
             raise InvalidInputError("predictive='glm' needs the anchor (MAP) parameters")
         stats = {k: np.asarray(v) for k, v in self.sample_stats.items()}
         for k, v in stats.items():
-            if v.shape[:2] != shape:
+            if v.shape[:2] != checked:
                 raise InvalidInputError(
-                    f"sample_stats[{k!r}] must have leading shape {shape}, got {v.shape}"
+                    f"sample_stats[{k!r}] must have leading shape {checked}, got {v.shape}"
                 )
         set_(self, "draws", draws)
-        set_(self, "sample_shape", shape)
+        set_(self, "sample_shape", checked)
         set_(self, "sample_stats", stats)
         set_(self, "diagnostics", dict(self.diagnostics))
         set_(self, "anchor", anchor)

@@ -18,6 +18,7 @@ the level-L interval is [Q((1 - L)/2), Q((1 + L)/2)].
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import threading
@@ -32,8 +33,13 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
 
-__all__ = ["PredictiveSummary", "predict_proba_draws", "summarize", "DEFAULT_LEVELS",
-           "default_workers"]
+__all__ = [
+    "DEFAULT_LEVELS",
+    "PredictiveSummary",
+    "default_workers",
+    "predict_proba_draws",
+    "summarize",
+]
 
 DEFAULT_LEVELS = (0.5, 0.8, 0.9, 0.95)
 
@@ -108,7 +114,8 @@ class PredictiveSummary:
         return self.mean.shape[0]
 
 
-def _prepare(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None):
+def _prepare(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None
+             ) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None]:
     if not isinstance(spec, MLPSpec):
         raise InvalidTypeError(f"spec must be an MLPSpec, got {type(spec).__name__}")
     draws = spec.check_draws(draws)
@@ -159,11 +166,11 @@ class _Forward:
         self.spec = spec
         self.num_draws = S = next(iter(draws.values())).shape[0]
         self.activation = _INPLACE_ACTIVATIONS[spec.activation]
+        self.anchor: dict[str, torch.Tensor] | None = None
         if anchor is not None:
             self.params = tnet.to_tensors(draws)
             self.anchor = tnet.to_tensors(anchor)
             return
-        self.anchor = None
         sizes = spec.layer_sizes
         outer = _split(S, max(1, _FIRST_LAYER_WIDTH // sizes[1]))
         # groups: (s0, s1, first-layer weight with the bias as last row, later
@@ -244,7 +251,7 @@ def _split(total: int, size: int) -> list[tuple[int, int]]:
     """[0, total) in near-equal consecutive pieces of at most ``size``."""
     pieces = -(-total // size)
     bounds = np.linspace(0, total, pieces + 1).round().astype(int)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
@@ -338,7 +345,7 @@ def _order_statistic_plan(num_draws: int, levels: Sequence[float]):
     plan = []
     for q in qs:
         pos = q * (num_draws - 1)
-        lo = int(math.floor(pos))
+        lo = math.floor(pos)
         hi = min(lo + 1, num_draws - 1)
         plan.append((lo, hi, pos - lo))
     ranks = sorted({r for lo, hi, _ in plan for r in (lo, hi)})
@@ -399,7 +406,7 @@ class _Summarizer:
                 self._multiclass(start, stop)
 
     def _binary(self, start: int, stop: int) -> None:
-        n, S = stop - start, self.forward.num_draws
+        n = stop - start
         z = self.forward.logits(_tensor(self.X[start:stop]), self.logits[:n],
                                 self.workspace)                        # (n, S)
         p = torch.sigmoid(z, out=self.prob[:n])
@@ -432,6 +439,7 @@ class _Summarizer:
                                 self.workspace).view(n, S, K)
         logp = torch.log_softmax(z, dim=-1)
         p = torch.exp(logp, out=self.prob[:n].view(n, S, K))
+        assert self.by_class is not None and self.entropy is not None    # set for K > 2
         by_class = self.by_class[:n]
         by_class.copy_(p.transpose(1, 2))                                  # (n, K, S)
         self.mean[start:stop] = _row_mean(by_class.view(n * K, S)).reshape(n, K)

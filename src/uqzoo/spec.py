@@ -12,6 +12,7 @@ and a JAX pytree -- so every method's posterior is read the same way.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping
 
@@ -20,7 +21,7 @@ import numpy as np
 from uqzoo._validation import _show, check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["MLPSpec", "ACTIVATIONS"]
+__all__ = ["ACTIVATIONS", "MLPSpec"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
@@ -105,7 +106,7 @@ class MLPSpec:
         """Shapes of one parameter set, in layer order (weight then bias)."""
         sizes = self.layer_sizes
         shapes: dict[str, tuple[int, ...]] = {}
-        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
             shapes[f"layers.{i}.weight"] = (fan_out, fan_in)
             shapes[f"layers.{i}.bias"] = (fan_out,)
         return shapes
@@ -160,7 +161,7 @@ class MLPSpec:
         parts = []
         for key, shape in self.param_shapes().items():
             arr = np.asarray(params[key])
-            parts.append(arr.reshape(arr.shape[:leading] + (math.prod(shape),)))
+            parts.append(arr.reshape((*arr.shape[:leading], math.prod(shape))))
         return np.concatenate(parts, axis=-1)
 
     def unflatten(self, vector: np.ndarray) -> dict[str, np.ndarray]:
@@ -203,7 +204,7 @@ def _check_layout(spec: MLPSpec, draws: object, name: str, leading: bool) -> dic
             raise InvalidTypeError(f"{name}[{key!r}] must be a numeric array") from exc
         if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
             raise InvalidTypeError(f"{name}[{key!r}] must be numeric, got dtype {arr.dtype}")
-        want = ("S",) + shape if leading else shape
+        want = ("S", *shape) if leading else shape
         ok = arr.ndim == len(want) and arr.shape[int(leading):] == shape
         if not ok:
             raise InvalidInputError(

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_method", "method_available", "tiny_data", "ConformanceReport"]
+__all__ = ["ConformanceReport", "check_method", "method_available", "tiny_data"]
 
 
 @dataclasses.dataclass

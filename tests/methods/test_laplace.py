@@ -204,7 +204,7 @@ def test_probit_mean_uses_the_linearised_variance(net_posts):
 
 
 def test_subsets_predictives_and_round_trip(net_posts, tmp_path):
-    data, spec, posts = net_posts
+    data, _spec, posts = net_posts
     last = posts["last"]
     # Only the last layer varies across draws.
     np.testing.assert_array_equal(last.draws["layers.0.weight"],

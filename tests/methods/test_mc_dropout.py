@@ -52,8 +52,8 @@ def test_draws_drop_each_unit_with_the_rate(post, spec):
     assert post.num_draws == 400 and post.diagnostics["dropout_rate"] == RATE
     # Column j of layers.{l+1}.weight is zero exactly when unit j of layer l was dropped.
     dropped = np.concatenate([
-        np.all(post.draws[f"layers.{l + 1}.weight"] == 0, axis=1).ravel()
-        for l in range(len(spec.hidden))])
+        np.all(post.draws[f"layers.{layer + 1}.weight"] == 0, axis=1).ravel()
+        for layer in range(len(spec.hidden))])
     k = stats.norm.isf(1e-4 / 2)
     se = np.sqrt(RATE * (1 - RATE) / dropped.size)
     assert abs(dropped.mean() - RATE) < k * se

@@ -34,7 +34,7 @@ def test_bad_probabilities(fn, probs, match):
 
 @pytest.mark.parametrize("fn", [ece, brier, aurc, adaptive_ece])
 def test_bad_labels(fn):
-    with pytest.raises(InvalidInputError, match="labels in 0..1"):
+    with pytest.raises(InvalidInputError, match=r"labels in 0\.\.1"):
         fn(P, [1, 2])
     with pytest.raises(InvalidInputError, match="one label per row"):
         fn(P, [1, 0, 1])

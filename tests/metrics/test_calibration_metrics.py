@@ -182,7 +182,8 @@ def test_reliability_curve_clopper_pearson():
 
 def ding_reference(conf, correct, z=1.645):
     """Straight transcription of the published algorithm's steps, one point at a time."""
-    pairs = sorted(zip(conf.tolist(), correct.tolist()), key=lambda t: t[0], reverse=True)
+    pairs = sorted(zip(conf.tolist(), correct.tolist(), strict=True), key=lambda t: t[0],
+                   reverse=True)
     n = len(pairs)
     lowest = pairs[-1][0]
     sizes, bin_lo, bin_hi = [0], [1.0], [0.0]

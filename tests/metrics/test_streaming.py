@@ -1,5 +1,7 @@
 """Accumulators: any chunking, merged in any order, equals one update bit for bit."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -71,20 +73,20 @@ def test_random_chunkings_merge_to_one_shot_exactly(seed, N, K, cuts, tree):
     feed(one, mean, lo, hi, p_true, y, slice(0, N))
     bounds = sorted({0, N, *(int(c * N) for c in cuts)})
     parts = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         accs = fresh(K)
         feed(accs, mean, lo, hi, p_true, y, slice(a, b))
         parts.append(accs)
     if tree:                                   # merge pairwise, right to left
         while len(parts) > 1:
             right = parts.pop()
-            parts[-1] = [x.merge(z) for x, z in zip(parts[-1], right)]
+            parts[-1] = [x.merge(z) for x, z in zip(parts[-1], right, strict=True)]
         merged = parts[0]
     else:
         merged = parts[0]
         for accs in parts[1:]:
-            merged = [x.merge(z) for x, z in zip(merged, accs)]
-    for got, want in zip(results(merged), results(one)):
+            merged = [x.merge(z) for x, z in zip(merged, accs, strict=True)]
+    for got, want in zip(results(merged), results(one), strict=True):
         np.testing.assert_array_equal(got, want)
 
 

@@ -25,8 +25,13 @@ import numpy as np
 
 from uqzoo.spec import MLPSpec
 
-__all__ = ["rhat_ess", "layer_norms", "predictive_points", "elbo_converged",
-           "RHAT_THRESHOLD"]
+__all__ = [
+    "RHAT_THRESHOLD",
+    "elbo_converged",
+    "layer_norms",
+    "predictive_points",
+    "rhat_ess",
+]
 
 # Vehtari et al. (2021) recommend R-hat < 1.01 (the old 1.1 is too lax).
 RHAT_THRESHOLD = 1.01
@@ -63,14 +68,14 @@ def rhat_ess(values: np.ndarray) -> dict[str, np.ndarray]:
         # ArviZ needs two chains; a lone chain is cut into halves, which ArviZ
         # splits again -- split R-hat over its quarters, the one-chain analogue.
         half = values.shape[1] // 2
-        values = values[0, :2 * half].reshape((2, half) + rest)
+        values = values[0, :2 * half].reshape((2, half, *rest))
     if values.shape[0] < 2 or values.shape[1] < 4:
         # ArviZ would only log a "shape validation" notice and return NaN.
         return {"rhat": nan, "ess_bulk": nan.copy(), "ess_tail": nan.copy()}
     # Diagnose only quantities that are finite in every draw: ArviZ logs a
     # notice for NaN input, and a non-finite draw has no R-hat anyway. Nothing
     # here touches ArviZ's logger, which belongs to the caller's process.
-    flat = values.reshape(values.shape[:2] + (-1,))
+    flat = values.reshape((*values.shape[:2], -1))
     finite = np.all(np.isfinite(flat), axis=(0, 1))
     out = {k: np.full(flat.shape[2], np.nan) for k in ("rhat", "ess_bulk", "ess_tail")}
     if finite.any():

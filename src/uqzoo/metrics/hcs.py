@@ -9,7 +9,7 @@ import numpy as np
 from uqzoo._validation import as_labels, check_choice
 from uqzoo.metrics._common import check_bounds, check_delta
 
-__all__ = ["HighConfidenceSet", "HCSSummary", "high_confidence_set", "hcs_summary"]
+__all__ = ["HCSSummary", "HighConfidenceSet", "hcs_summary", "high_confidence_set"]
 
 HCS_SIDES = ("both", "negative", "positive")
 
@@ -182,8 +182,8 @@ def hcs_summary(hcs: HighConfidenceSet, y: object) -> HCSSummary:
         n_neg=hcs.negative.sum(axis=-2),
         pos_hit=(hcs.positive & is_target).sum(axis=-2),
         neg_miss=(hcs.negative & is_target).sum(axis=-2),
-        n_targets=np.broadcast_to(is_target.sum(axis=0), hcs.positive.shape[:-2]
-                                  + (len(hcs.classes),)).copy(),
+        n_targets=np.broadcast_to(is_target.sum(axis=0),
+                                  (*hcs.positive.shape[:-2], len(hcs.classes))).copy(),
     )
 
 

@@ -73,7 +73,7 @@ def _hdi(arr: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     lowers, uppers = [], []
     for lv in levels:
         # ArviZ: the interval spans floor(L * S) gaps; ties go to the lowest start.
-        span = min(int(math.floor(lv * S)), S - 1)
+        span = min(math.floor(lv * S), S - 1)
         widths = srt[span:] - srt[: S - span]                     # (S - span, N, K)
         start = np.argmin(widths, axis=0)[None]
         lowers.append(np.take_along_axis(srt, start, axis=0)[0])

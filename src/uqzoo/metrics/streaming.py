@@ -36,11 +36,11 @@ from uqzoo.metrics.hcs import HCS_SIDES, HCSSummary, hcs_classes, summarize_coun
 __all__ = [
     "CalibrationAccumulator",
     "ClasswiseCalibrationAccumulator",
-    "ScoreAccumulator",
-    "ScoreSummary",
+    "HCSAccumulator",
     "IntervalAccumulator",
     "IntervalSummary",
-    "HCSAccumulator",
+    "ScoreAccumulator",
+    "ScoreSummary",
 ]
 
 # Brier values lie in [0, 2] = [0, 2**1]; NLL values in [0, 36.04] ⊂ [0, 2**6].
@@ -363,7 +363,7 @@ class IntervalAccumulator:
         w2 = self.width_sq.values().reshape(L, K) / n
         r = self.row_width.values() / n
         r2 = self.row_width_sq.values() / n
-        out = dict(
+        out: dict[str, np.ndarray | None] = dict(
             width_per_class=w,
             width_per_class_stderr=np.sqrt(np.maximum(w2 - w * w, 0.0) / n),
             width_overall=r,
@@ -381,7 +381,7 @@ class IntervalAccumulator:
                 coverage_overall=mean_row,
                 coverage_overall_stderr=np.sqrt(np.maximum(mean_row_sq - mean_row**2, 0.0) / n),
             )
-        return IntervalSummary(levels=self.levels, n=n, **out)
+        return IntervalSummary(levels=self.levels, n=n, **out)  # type: ignore[arg-type]
 
 
 class HCSAccumulator:

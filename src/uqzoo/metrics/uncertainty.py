@@ -9,11 +9,11 @@ from uqzoo._validation import as_probabilities
 from uqzoo.metrics._common import check_bounds
 
 __all__ = [
-    "max_probability",
-    "predictive_entropy",
     "expected_entropy",
-    "mutual_information",
     "interval_width_score",
+    "max_probability",
+    "mutual_information",
+    "predictive_entropy",
 ]
 
 

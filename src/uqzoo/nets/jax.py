@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from uqzoo.spec import MLPSpec
 
-__all__ = ["forward_logits", "logits_to_proba", "predict_proba", "log_likelihood"]
+__all__ = ["forward_logits", "log_likelihood", "logits_to_proba", "predict_proba"]
 
 _ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid}
 
@@ -52,5 +52,5 @@ def log_likelihood(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array,
         return jnp.sum(-jax.nn.softplus(jnp.where(y == 1, -z, z)), axis=-1)
     logp = jax.nn.log_softmax(logits, axis=-1)
     # Labels broadcast over the parameters' leading axes (draws, chains).
-    index = jnp.broadcast_to(y[..., None], logp.shape[:-1] + (1,))
+    index = jnp.broadcast_to(y[..., None], (*logp.shape[:-1], 1))
     return jnp.sum(jnp.take_along_axis(logp, index, axis=-1)[..., 0], axis=-1)

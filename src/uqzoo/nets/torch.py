@@ -7,6 +7,7 @@ broadcast, so the same code serves a single network and a stack of them.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 import torch
@@ -14,8 +15,14 @@ from torch import nn
 
 from uqzoo.spec import MLPSpec
 
-__all__ = ["MLP", "forward_logits", "logits_to_proba", "predict_proba", "linearized_logits",
-           "to_tensors"]
+__all__ = [
+    "MLP",
+    "forward_logits",
+    "linearized_logits",
+    "logits_to_proba",
+    "predict_proba",
+    "to_tensors",
+]
 
 _ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
 
@@ -121,7 +128,7 @@ class MLP(nn.Module):
         super().__init__()
         self.spec = spec
         sizes = spec.layer_sizes
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(sizes))
         self.dropout = nn.Dropout(spec.dropout)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
