@@ -1,8 +1,10 @@
 """uz.evaluate: raw draws and streamed posteriors give the same numbers as the metrics."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import uqzoo as uz
 from uqzoo.datasets import ClassificationData
 from uqzoo.errors import InvalidInputError
 from uqzoo.evaluate import EvalReport, evaluate
@@ -172,3 +174,81 @@ def test_bad_input():
         evaluate(draws * 0.9, y)
     with pytest.raises(InvalidInputError, match="labels in 0..1"):
         evaluate(draws, np.full(50, 2))
+
+
+# -- original class labels and mismatched data ------------------------------------------
+
+def test_posterior_on_data_of_another_shape_says_so():
+    from uqzoo.posterior import Posterior
+    spec = uz.MLPSpec(5, 2, hidden=(4,))
+    post = Posterior(spec=spec, method="test", config={}, seed=0,
+                     draws=spec.init_params(seed=0, num=4))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    y = np.arange(30) % 3
+    data = ClassificationData(X, y, X, y, n_classes=3)
+    with pytest.raises(InvalidInputError, match=r"posterior was fit with 5 features and 2 "
+                                                r"classes; data has 4 features and 3 classes"):
+        evaluate(post, data)
+    draws, _, _ = simulated(N=30, K=2)
+    with pytest.raises(InvalidInputError, match=r"K = 2 class columns.*3 classes"):
+        evaluate(draws, data)
+
+
+def test_posterior_and_data_with_other_labels_disagree_clearly():
+    from uqzoo.posterior import Posterior
+    spec = uz.MLPSpec(1, 2, hidden=(3,))
+    post = Posterior(spec=spec, method="test", config={}, seed=0,
+                     draws=spec.init_params(seed=0, num=4), classes=("cat", "dog"))
+    X = np.arange(10.0)[:, None]
+    y = np.arange(10) % 2
+    other = ClassificationData(X, y, X, y, n_classes=2, classes=("cat", "emu"))
+    with pytest.raises(InvalidInputError, match=r"classes \('cat', 'dog'\); data has classes "
+                                                r"\('cat', 'emu'\)"):
+        evaluate(post, other)
+
+
+@pytest.mark.parametrize("classes, dtype", [(("cat", "dog", "emu"), object),
+                                            ((5, 6, 9), "Int64")])
+def test_per_class_rows_speak_in_the_original_labels(classes, dtype):
+    draws, y, p_true = simulated(N=300, K=3)
+    X = np.arange(300.0)[:, None]
+    data = ClassificationData(X, y, X, y, n_classes=3, p_true_test=p_true, classes=classes)
+    report = evaluate(draws, data, levels=LEVELS)
+    table = report.table
+    assert table["class"].dtype == dtype
+    per_class = table[table["class"].notna()]
+    assert set(per_class["class"]) == set(classes)
+    assert report.classes == classes and report.class_names == tuple(map(str, classes))
+    by_index = evaluate(draws, y, levels=LEVELS, p_true=p_true)   # labels 0..2
+    for k, label in enumerate(classes):
+        assert report.value("coverage", 0.8, cls=label) == \
+            by_index.value("coverage", 0.8, cls=k)
+        assert report.value("classwise_ece", cls=label,
+                            variant="equal_width/15 bins") == \
+            by_index.value("classwise_ece", cls=k, variant="equal_width/15 bins")
+    assert report.value("ece", variant="top_label, equal_width/15 bins") == \
+        by_index.value("ece", variant="top_label, equal_width/15 bins")
+
+
+def test_fitted_posterior_carries_labels_through_save_load_and_evaluate(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 2))
+    species = np.where(X[:, 0] + 0.3 * rng.normal(size=80) > 0, "Gentoo", "Adelie")
+    data = uz.datasets.from_arrays(X, pd.Categorical(species, ["Gentoo", "Adelie"]), seed=0)
+    assert data.classes == ("Gentoo", "Adelie")
+    spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=(3,))
+    post = uz.fit("ensemble", spec, data, seed=0, progress_bar=False, num_members=2,
+                  num_epochs=5)
+    assert post.classes == ("Gentoo", "Adelie")
+    path = tmp_path / "post.nc"
+    post.save(path)
+    loaded = uz.load_posterior(path)
+    assert loaded.classes == ("Gentoo", "Adelie")
+    table = evaluate(loaded, data, levels=(0.8,)).table
+    hcs = table[(table.metric == "hcs_size") & table["class"].notna()]
+    assert hcs["class"].tolist() == ["Adelie"]       # binary: the judged class is column 1
+    widths = table[(table.metric == "interval_width") & table["class"].notna()]
+    assert widths["class"].tolist() == ["Gentoo", "Adelie"]
+    with pytest.raises(InvalidInputError, match="classes"):
+        evaluate(loaded, uz.datasets.from_arrays(X, species, seed=0))   # sorted: other order

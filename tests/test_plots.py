@@ -95,3 +95,13 @@ def test_plot_errors(reports):
         plots.coverage_plot({"no truth": no_coords})
     with pytest.raises(InvalidInputError, match="y"):
         plots.reliability_diagram(np.array([[0.2, 0.8]]))
+
+
+def test_reliability_diagram_names_the_positive_class(reports):
+    reps, _ = reports
+    fig = plots.reliability_diagram(reps["sharp"], confidence="positive_class")
+    assert fig.axes[1].get_xlabel() == "P(y = target)"     # the data's class name, not "1"
+    p1 = np.linspace(0.05, 0.95, 40)
+    bare = plots.reliability_diagram(np.column_stack([1 - p1, p1]), (p1 > 0.5).astype(int),
+                                     confidence="positive_class")
+    assert bare.axes[1].get_xlabel() == "P(y = 1)"

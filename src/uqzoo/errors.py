@@ -14,6 +14,7 @@ __all__ = [
     "InvalidTypeError",
     "FileFormatError",
     "ConvergenceWarning",
+    "DataWarning",
 ]
 
 
@@ -35,3 +36,7 @@ class FileFormatError(UqzooError, ValueError):
 
 class ConvergenceWarning(UserWarning):
     """A fit finished but its diagnostics say it did not converge."""
+
+
+class DataWarning(UserWarning):
+    """The data are accepted but something in them will make a fit poor or misleading."""

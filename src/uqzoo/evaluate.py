@@ -64,13 +64,17 @@ class EvalReport:
     table : pandas.DataFrame
         Columns ``metric, variant, level, class, value, stderr``: one row per
         metric × level × class; ``level`` is NaN for level-free metrics,
-        ``class`` is <NA> for metrics over all classes, and ``variant`` names
-        the convention (e.g. ``"top_label, equal_width/15 bins"``).
+        ``class`` is the class's original label (``classes``: e.g. 5, or
+        ``"Gentoo"``) and <NA> for metrics over all classes, and ``variant``
+        names the convention (e.g. ``"top_label, equal_width/15 bins"``). The
+        ``class`` column is nullable Int64 when the labels are integers,
+        object otherwise.
     levels : tuple of float
     delta : float
     side : str
     n_points, n_classes, num_draws : int
     class_names : tuple of str
+        Display name of each class 0..K-1.
     mean : ndarray of shape (N, K)
         Posterior-mean probabilities.
     y : ndarray of shape (N,)
@@ -81,6 +85,7 @@ class EvalReport:
         High Confidence Set membership per level for the judged classes
         ``hcs_classes`` (``(1,)`` for binary problems).
     hcs_classes : tuple of int
+        Column indices 0..K-1 (not labels) of the judged classes.
     expected_entropy : ndarray of shape (N,) or None
     reliability : dict of str to ReliabilityCurve
         Keyed by variant (top-label always; positive-class for K = 2).
@@ -97,6 +102,10 @@ class EvalReport:
         The posterior's warnings.
     streamed : bool
         True when computed through ``Posterior.summarize``.
+    classes : tuple
+        The original label of each class 0..K-1 (``data.classes`` or
+        ``posterior.classes``; ``(0, ..., K-1)`` when neither is known), as
+        in the table's ``class`` column.
     """
 
     table: pd.DataFrame
@@ -123,10 +132,15 @@ class EvalReport:
     converged: bool | None = None
     warnings: tuple[str, ...] = ()
     streamed: bool = False
+    classes: tuple[Any, ...] = ()
 
-    def value(self, metric: str, level: float | None = None, cls: int | None = None,
+    def value(self, metric: str, level: float | None = None, cls: object = None,
               variant: str | None = None) -> float:
-        """The value of one row of the table (first match)."""
+        """The value of one row of the table (first match).
+
+        ``cls`` is a class's original label, as in the table's ``class``
+        column (``report.classes``); None selects the rows over all classes.
+        """
         rows = self._rows(metric, level, cls, variant)
         if rows.empty:
             raise InvalidInputError(
@@ -135,7 +149,7 @@ class EvalReport:
             )
         return float(rows.value.iloc[0])
 
-    def _rows(self, metric: str, level: float | None, cls: int | None,
+    def _rows(self, metric: str, level: float | None, cls: object,
               variant: str | None) -> pd.DataFrame:
         t = self.table
         mask = t.metric == metric
@@ -228,11 +242,41 @@ def _resolve_data(data_or_labels: object, p_true: object
             )
         meta = getattr(data, "meta", {}) or {}
         shape = meta.get("image_shape")
+        classes = getattr(data, "classes", None)
         extras = dict(coords=getattr(data, "coords_test", None),
                       image_shape=tuple(int(s) for s in shape) if shape is not None else None,
-                      class_names=tuple(getattr(data, "class_names", None) or ()))
+                      class_names=tuple(getattr(data, "class_names", None) or ()),
+                      classes=tuple(classes) if classes is not None else None,
+                      n_classes=getattr(data, "n_classes", None))
         return np.asarray(data.X_test), np.asarray(data.y_test), data.p_true_test, extras
-    return None, data_or_labels, p_true, dict(coords=None, image_shape=None, class_names=())
+    return None, data_or_labels, p_true, dict(coords=None, image_shape=None, class_names=(),
+                                              classes=None, n_classes=None)
+
+
+def _check_match(posterior: Any, X: np.ndarray, extras: dict) -> None:
+    """The posterior's network must take the data's features and predict its classes."""
+    spec = getattr(posterior, "spec", None)
+    if spec is None:
+        return
+    fit_d, fit_k = int(spec.in_features), int(spec.n_classes)
+    data_d = X.shape[1] if X.ndim == 2 else None
+    data_k = extras["n_classes"]
+    if data_d != fit_d or (data_k is not None and int(data_k) != fit_k):
+        has = f"{data_d} features" + (f" and {data_k} classes" if data_k is not None else "")
+        raise InvalidInputError(
+            f"data_or_labels does not match the posterior: posterior was fit with {fit_d} "
+            f"features and {fit_k} classes; data has {has}"
+        )
+    fit_classes = getattr(posterior, "classes", None)
+    data_classes = extras["classes"]
+    # Equal as Python values: 1 == 1.0 == True, so an int/float/bool spelling
+    # of the same labels passes; different labels (same count) do not.
+    if fit_classes is not None and data_classes is not None \
+            and tuple(fit_classes) != tuple(data_classes):
+        raise InvalidInputError(
+            f"data_or_labels does not match the posterior: posterior was fit with classes "
+            f"{_show(tuple(fit_classes))}; data has classes {_show(tuple(data_classes))}"
+        )
 
 
 def _draw_chunks(draws: np.ndarray, levels: tuple[float, ...], chunk: int
@@ -332,6 +376,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
                 "evaluating a Posterior needs a ClassificationData (for X_test), got "
                 f"{_show(data_or_labels)}; pass the data, or pass draws with labels"
             )
+        _check_match(posterior_or_draws, X, extras)
         N = X.shape[0]
         K = int(posterior_or_draws.spec.n_classes) if hasattr(posterior_or_draws, "spec") \
             else None
@@ -340,6 +385,11 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     else:
         draws = as_probabilities(posterior_or_draws, "posterior_or_draws", ndim=3)
         num_draws, N, K = draws.shape
+        if extras["n_classes"] is not None and int(extras["n_classes"]) != K:
+            raise InvalidInputError(
+                f"posterior_or_draws has K = {K} class columns; data_or_labels has "
+                f"{extras['n_classes']} classes"
+            )
         chunks = _draw_chunks(draws, levels, chunk)
     y = as_labels(y_raw, "y", n_classes=K, n_rows=N)
     truth = None
@@ -350,11 +400,14 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         from tqdm.auto import tqdm
         chunks = tqdm(chunks, total=math.ceil(N / chunk), desc="evaluate", unit="chunk")
 
-    report_parts = _accumulate(chunks, y, truth, levels, delta, side, n_bins, N, K)
+    fit_classes = getattr(posterior_or_draws, "classes", None) if is_posterior else None
+    classes = extras["classes"] or (tuple(fit_classes) if fit_classes is not None else None)
+    report_parts = _accumulate(chunks, y, truth, levels, delta, side, n_bins, N, K, classes)
     if report_parts["num_draws"] is not None:
         num_draws = report_parts["num_draws"]
     K = report_parts["mean"].shape[1]
-    names = extras["class_names"] or tuple(f"class {k}" for k in range(K))
+    classes = report_parts["classes"]
+    names = extras["class_names"] or tuple(str(c) for c in classes)
     warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ())
     return EvalReport(
         table=report_parts["table"], levels=levels, delta=delta, side=side, n_points=N,
@@ -367,13 +420,13 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         coords=extras["coords"], image_shape=extras["image_shape"],
         method=getattr(posterior_or_draws, "method", None) if is_posterior else None,
         converged=getattr(posterior_or_draws, "converged", None) if is_posterior else None,
-        warnings=warnings, streamed=is_posterior,
+        warnings=warnings, streamed=is_posterior, classes=classes,
     )
 
 
 def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | None,
                 levels: tuple[float, ...], delta: float, side: str, n_bins: int, N: int,
-                K: int | None) -> dict[str, Any]:
+                K: int | None, classes: tuple | None) -> dict[str, Any]:
     L = len(levels)
     state: dict[str, Any] = {}
     start = 0
@@ -426,21 +479,30 @@ def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | Non
         start = stop
     if start != N:
         raise InvalidInputError(f"the summaries covered {start} of the {N} test points")
-    return _finish(state, y, truth, levels, delta, side, n_bins, num_draws)
+    return _finish(state, y, truth, levels, delta, side, n_bins, num_draws, classes)
 
 
 def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[float, ...],
-            delta: float, side: str, n_bins: int, num_draws: int | None) -> dict[str, Any]:
+            delta: float, side: str, n_bins: int, num_draws: int | None,
+            classes: tuple | None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     nan = float("nan")
-
-    def add(metric, variant, value, stderr=nan, level=nan, cls=None):
-        rows.append(dict(metric=metric, variant=variant, level=level, **{"class": cls},
-                         value=float(value), stderr=float(stderr)))
-
     mean = state["mean"]
     K = mean.shape[1]
     N = mean.shape[0]
+    classes = tuple(range(K)) if classes is None else tuple(classes)
+    if len(classes) != K:
+        raise InvalidInputError(
+            f"the data name {len(classes)} classes {_show(classes)}; the probabilities have "
+            f"K = {K} columns"
+        )
+
+    def add(metric, variant, value, stderr=nan, level=nan, cls=None):
+        # Per-class rows speak in the original labels; computing stays on 0..K-1.
+        label = None if cls is None else classes[cls]
+        rows.append(dict(metric=metric, variant=variant, level=level, **{"class": label},
+                         value=float(value), stderr=float(stderr)))
+
     scores = state["scores"].compute()
     acc_se = math.sqrt(scores.accuracy * (1 - scores.accuracy) / N)
     add("accuracy", "argmax of posterior mean", scores.accuracy, acc_se)
@@ -479,7 +541,8 @@ def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[
     add("aurc", "mean_over_k, max probability", sel._aurc(error, conf, "mean_over_k"))
     add("eaurc", "tie-aware trapezoid, exact optimum",
         sel._aurc(error, conf, "trapezoid") - sel.optimal_aurc(N, int(error.sum())))
-    add("auarc", "Mehrtens et al. 2023, balanced accuracy", sel.auarc(mean, y))
+    add("auarc", "Mehrtens et al. 2023, balanced accuracy, x = k / k_max",
+        sel.auarc(mean, y))
     add("misclassification_auroc", "max probability", sel.misclassification_auroc(mean, y))
 
     total_entropy = entropy_of(mean)
@@ -515,8 +578,11 @@ def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[
             add("hcs_false_targets", variant, hcs.false_targets[i, j], level=level, cls=k)
 
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    table["class"] = table["class"].astype("Int64")
+    if all(isinstance(c, int) and not isinstance(c, bool) for c in classes):
+        table["class"] = table["class"].astype("Int64")
+    else:
+        table["class"] = table["class"].astype(object)
     return dict(table=table, mean=mean, width=state["width"], hcs_pos=state["hcs_pos"],
                 hcs_neg=state["hcs_neg"], hcs_classes=state["hcs"].classes,
                 expected_entropy=state["expected_entropy"], reliability=reliability,
-                risk_coverage=rc, num_draws=num_draws)
+                risk_coverage=rc, num_draws=num_draws, classes=classes)

@@ -49,7 +49,8 @@ def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: in
     Parameters
     ----------
     report_or_probs : EvalReport or array of shape (N, K)
-        A report (its stored equal-width curve is drawn) or probabilities.
+        A report (its stored equal-width curve is drawn; the positive-class
+        axis is labelled with the report's class name) or probabilities.
     y : array of shape (N,), optional
         Labels, with probabilities only.
     n_bins : int
@@ -73,7 +74,10 @@ def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: in
     2
     """
     confidence = check_choice(confidence, "confidence", CONFIDENCE_KINDS)
+    positive = "1"  # the positive class's name on the axis: a report knows the label
     if _is_report(report_or_probs):
+        names = getattr(report_or_probs, "class_names", ()) or ()
+        positive = str(names[1]) if len(names) == 2 else positive
         curves = report_or_probs.reliability
         matches = [k for k in curves if k.startswith(confidence)]
         if not matches:
@@ -108,7 +112,8 @@ def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: in
              color="C1", alpha=0.4 if ax is not None else 0.8, edgecolor="white")
     hist.set_ylabel("fraction of points")
     (hist if ax is None else main).set_xlabel(
-        "P(y = 1)" if confidence == "positive_class" else "confidence (max probability)")
+        f"P(y = {positive})" if confidence == "positive_class"
+        else "confidence (max probability)")
     return fig
 
 
@@ -305,7 +310,7 @@ def hsi_maps(report: object, data: object = None, *, level: float = 0.8,
             raise InvalidTypeError("ax must be three axes (probability, width, HCS)")
         axes = list(ax)
         fig = axes[0].figure
-    name = report.class_names[class_index] if report.class_names else f"class {class_index}"
+    name = report.class_names[class_index] if report.class_names else str(class_index)
     prob = _image(report.mean[:, class_index], coords, shape)
     im = axes[0].imshow(prob, vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
     axes[0].set_title(f"posterior mean P({name})", fontsize=9)

@@ -5,6 +5,7 @@ import scipy.io
 
 import uqzoo as uz
 import uqzoo.datasets as datasets
+from uqzoo.errors import DataWarning
 
 
 def _toy(n=60, d=3, seed=0):
@@ -54,15 +55,131 @@ def test_from_arrays_string_labels():
         assert raw.y_train[first[0]] == 2  # "cat" is class 2 in this order
 
 
+# label encoding, as scikit-learn's LabelEncoder -------------------------------------------
+
+def test_labels_five_six_are_two_classes_not_seven():
+    X, y = _toy()
+    data = datasets.from_arrays(X, y + 5, seed=1)
+    assert data.n_classes == 2 and data.classes == (5, 6)
+    assert all(type(c) is int for c in data.classes)     # plain Python, not numpy scalars
+    assert data.class_names == ("5", "6")
+    np.testing.assert_array_equal(data.y_test, y[data.meta["test_index"]])
+    assert np.bincount(data.y_train).size == 2
+
+
+def test_string_labels_are_sorted_and_kept():
+    X, _ = _toy(30)
+    y = np.array(["pear", "apple", "fig"] * 10)
+    data = datasets.from_arrays(X, y, standardize=False, seed=0)
+    assert data.classes == ("apple", "fig", "pear") and data.n_classes == 3
+    expected = {"apple": 0, "fig": 1, "pear": 2}
+    train = data.meta["train_index"]
+    assert data.y_train.tolist() == [expected[v] for v in y[train]]
+
+
+def test_bool_float_and_object_labels():
+    X, y = _toy()
+    flags = datasets.from_arrays(X, y > 0)
+    assert flags.classes == (False, True) and type(flags.classes[0]) is bool
+    floats = datasets.from_arrays(X, np.where(y > 0, 2.5, -0.5))
+    assert floats.classes == (-0.5, 2.5) and all(type(c) is float for c in floats.classes)
+    objects = datasets.from_arrays(X, np.array(["b" if v else "a" for v in y], dtype=object))
+    assert objects.classes == ("a", "b")
+    as_list = datasets.from_arrays(X, [int(v) * 10 for v in y])
+    assert as_list.classes == (0, 10)
+
+
+def test_pandas_categorical_keeps_category_order():
+    X, y = _toy()
+    labels = pd.Categorical(np.where(y > 0, "low", "high"),
+                            categories=["low", "unused", "high"])
+    for given in (labels, pd.Series(labels)):
+        data = datasets.from_arrays(X, given, seed=2)
+        # category order, not sorted ("high" < "low"); the unused category is dropped
+        assert data.classes == ("low", "high")
+        np.testing.assert_array_equal(data.y_test, 1 - y[data.meta["test_index"]])
+
+
+def test_n_classes_declares_empty_classes_only_for_index_labels():
+    X, y = _toy()
+    data = datasets.from_arrays(X, y, n_classes=3)
+    assert data.n_classes == 3 and data.classes == (0, 1, 2)
+    with pytest.raises(uz.InvalidInputError, match=r"n_classes=3 .* 2 distinct labels .*\[5, 6\]"):
+        datasets.from_arrays(X, y + 5, n_classes=3)
+    assert datasets.from_arrays(X, y + 5, n_classes=2).classes == (5, 6)
+
+
+def test_class_names_are_display_names_for_non_string_labels():
+    X, y = _toy()
+    data = datasets.from_arrays(X, y + 5, class_names=["five", "six"])
+    assert data.classes == (5, 6) and data.class_names == ("five", "six")
+    with pytest.raises(uz.InvalidInputError, match="class_names must hold one name per class"):
+        datasets.from_arrays(X, y + 5, class_names=["five", "six", "seven"])
+
+
+def test_given_test_labels_must_be_training_labels():
+    X, y = _toy()
+    ok = datasets.from_arrays(X[:40], y[:40] + 5, X_test=X[40:], y_test=y[40:] + 5)
+    assert ok.classes == (5, 6)
+    np.testing.assert_array_equal(ok.y_test, y[40:])
+    with pytest.raises(uz.InvalidInputError, match=r"y_test holds labels \[7\].*\[5, 6\]"):
+        datasets.from_arrays(X[:40], y[:40] + 5, X_test=X[40:], y_test=np.full(20, 7))
+    with pytest.raises(uz.InvalidInputError, match=r"y_test holds labels \['c'\]"):
+        datasets.from_arrays(X[:40], np.where(y[:40] > 0, "a", "b"), X_test=X[40:],
+                             y_test=np.where(y[40:] > 0, "a", "c"))
+    with pytest.raises(uz.InvalidTypeError, match="y_test"):
+        datasets.from_arrays(X[:40], y[:40], X_test=X[40:], y_test=np.where(y[40:], "a", "b"))
+    with pytest.raises(uz.InvalidInputError, match="y_test must not hold missing"):
+        datasets.from_arrays(X[:40], y[:40] * 1.0, X_test=X[40:],
+                             y_test=np.where(y[40:] > 0, np.nan, 0.0))
+
+
+def test_label_errors_name_the_argument_and_value():
+    X, y = _toy()
+    with pytest.raises(uz.InvalidInputError, match=r"y must hold at least two .*\[7\]"):
+        datasets.from_arrays(X, np.full(60, 7))
+    with pytest.raises(uz.InvalidInputError, match="y must not hold missing labels"):
+        datasets.from_arrays(X, [None] + ["a", "b"] * 29 + ["a"])
+    with pytest.raises(uz.InvalidTypeError, match=r"y must hold labels of one kind.*int.*str"):
+        datasets.from_arrays(X, np.array([1, "a"] * 30, dtype=object))
+    with pytest.raises(uz.InvalidInputError, match=r"X must have at least one feature.*\(60, 0\)"):
+        datasets.from_arrays(X[:, :0], y)
+
+
+def test_raw_features_too_large_for_float32_warn():
+    rng = np.random.default_rng(0)
+    X, y = _toy()
+    huge = X.copy()
+    huge[:, 2] *= 1e16
+    with pytest.warns(DataWarning, match=r"1 of 3 features \(columns \[2\]\)"):
+        datasets.from_arrays(huge, y, standardize=False)
+    offset = X.copy()
+    offset[:, 0] = 1e8 + rng.uniform(size=60)        # float32 steps of 8 at 1e8
+    offset[:, 1] = 1e12 + rng.uniform(size=60)
+    with pytest.warns(DataWarning, match="2 of 3 features"):
+        datasets.from_arrays(offset, y, standardize=False)
+    # Standardised in float64 first, the offset feature keeps its variation: no warning
+    # (warnings are errors here) and the values are still the raw ones, rescaled.
+    data = datasets.from_arrays(offset, y, seed=0)
+    train = data.meta["train_index"]
+    assert np.corrcoef(data.X_train[:, 0], offset[train, 0] - 1e8)[0, 1] > 0.9999
+    assert issubclass(DataWarning, UserWarning)
+
+
 @pytest.mark.parametrize("change, error", [
     (lambda X, y: (X[:, 0], y), uz.InvalidInputError),                      # 1-D X
     (lambda X, y: (np.where(np.eye(60, 3) > 0, np.nan, X), y), uz.InvalidInputError),
     (lambda X, y: (X, y[:-1]), uz.InvalidInputError),                       # length mismatch
-    (lambda X, y: (X, y - 1), uz.InvalidInputError),                        # label -1
     (lambda X, y: (X, np.zeros_like(y)), uz.InvalidInputError),             # one class
     (lambda X, y: (X[:0], y[:0]), uz.InvalidInputError),                    # empty
     (lambda X, y: ("X", y), uz.InvalidTypeError),
-    (lambda X, y: (X, y + 0.5), uz.InvalidInputError),                      # not whole
+    (lambda X, y: (X[:, :0], y), uz.InvalidInputError),                     # no features
+    (lambda X, y: (X, np.where(y > 0, np.nan, 1.5)), uz.InvalidInputError),  # NaN label
+    (lambda X, y: (X, np.where(y > 0, None, "a")), uz.InvalidInputError),   # None label
+    (lambda X, y: (X, np.where(y > 0, np.inf, 0.0)), uz.InvalidInputError),  # inf label
+    (lambda X, y: (X, np.array([1, "a"] * 30, dtype=object)), uz.InvalidTypeError),  # mixed
+    (lambda X, y: (X, y + 1j), uz.InvalidTypeError),                        # complex
+    (lambda X, y: (X, np.stack([y, y], 1)), uz.InvalidInputError),          # 2-D labels
 ])
 def test_from_arrays_bad_input(change, error):
     X, y = _toy()
@@ -73,8 +190,10 @@ def test_from_arrays_bad_input(change, error):
 
 def test_from_arrays_bad_options():
     X, y = _toy()
-    with pytest.raises(uz.InvalidInputError, match="n_classes|labels"):
-        datasets.from_arrays(X, y * 3, n_classes=2)
+    # labels {0, 3} are not 0..2: n_classes must count the distinct labels, 2
+    with pytest.raises(uz.InvalidInputError, match=r"n_classes=3 .* 2 distinct labels"):
+        datasets.from_arrays(X, y * 3, n_classes=3)
+    assert datasets.from_arrays(X, y * 3, n_classes=2).classes == (0, 3)
     with pytest.raises(uz.InvalidInputError, match="X_test"):
         datasets.from_arrays(X, y, p_true_test=np.full((5, 2), 0.5))
     with pytest.raises(uz.InvalidInputError, match="together"):
@@ -103,6 +222,33 @@ def test_from_csv_round_trip(tmp_path):
     ref = datasets.from_arrays(X, (species == "Gentoo").astype(int), seed=3, standardize=False)
     np.testing.assert_allclose(data.X_train, ref.X_train, rtol=1e-6)
     np.testing.assert_array_equal(data.y_test, ref.y_test)
+
+
+def test_from_csv_encodes_labels_and_keeps_them(tmp_path):
+    X, y = _toy(40)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(code=y + 5,
+                                                            kind=np.where(y > 0, "x", "w"))
+    path = tmp_path / "codes.csv"
+    frame.to_csv(path, index=False)
+    by_code = datasets.from_csv(path, target="code", usecols=["a", "b", "c", "code"])
+    assert by_code.classes == (5, 6) and by_code.n_classes == 2
+    order = pd.CategoricalDtype(["x", "w"])
+    by_kind = datasets.from_csv(path, target="kind", usecols=["a", "b", "kind"],
+                                dtype={"kind": order})
+    assert by_kind.classes == ("x", "w")
+    holes = frame.assign(code=[None, *frame.code[1:]])
+    holes.to_csv(tmp_path / "holes.csv", index=False)
+    with pytest.raises(uz.InvalidInputError, match="target column 'code' must not hold missing"):
+        datasets.from_csv(tmp_path / "holes.csv", target="code", usecols=["a", "code"])
+
+
+@pytest.mark.parametrize("option", [{"chunksize": 10}, {"iterator": True}])
+def test_from_csv_rejects_reader_options(tmp_path, option):
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]}).to_csv(tmp_path / "t.csv",
+                                                                          index=False)
+    name = next(iter(option))
+    with pytest.raises(uz.InvalidInputError, match=f"{name}="):
+        datasets.from_csv(tmp_path / "t.csv", target="y", **option)
 
 
 def test_from_csv_errors(tmp_path):
@@ -154,6 +300,25 @@ def test_from_hsi_left_right_and_coords():
         np.testing.assert_array_equal(X, cube[coords[:, 0], coords[:, 1]])
         np.testing.assert_array_equal(y, labels[coords[:, 0], coords[:, 1]] - 1)
     assert data.n_train + data.n_test == 36
+
+
+def test_from_hsi_records_the_label_values_as_classes():
+    cube, labels = _scene()
+    assert datasets.from_hsi(cube, labels).classes == (1, 2)        # 0 is unlabelled
+    everything = datasets.from_hsi(cube, labels, zero_is_unlabelled=False, split="random")
+    assert everything.classes == (0, 1, 2) and everything.n_classes == 3
+    mask = datasets.from_hsi(cube, labels == 1, split="random")
+    assert mask.classes == (False, True) and mask.class_names == ("background", "target")
+
+
+def test_from_hsi_raw_bands_too_large_for_float32_warn():
+    cube, labels = _scene()
+    cube = cube.astype(np.float64)
+    cube[..., 1] += 1e9
+    with pytest.warns(DataWarning, match="1 of 4 features"):
+        datasets.from_hsi(cube, labels, standardize=False)
+    data = datasets.from_hsi(cube, labels)
+    assert data.X_train[:, 1].std() == pytest.approx(1.0, rel=1e-4)
 
 
 def test_from_hsi_mask_and_random_split():

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from uqzoo.errors import InvalidInputError
 from uqzoo.metrics import (
     accuracy,
     auarc,
@@ -85,26 +86,58 @@ def test_accuracy_and_balanced_accuracy_match_sklearn():
     assert balanced_accuracy(p, y) == pytest.approx(balanced_accuracy_score(y, p.argmax(1)))
 
 
-def test_auarc_hand_case_and_against_a_naive_loop():
-    assert auarc(P, Y) == pytest.approx(0.25 * (1 / 3 + 1 / 4) / 2 + 0.25 * (1 / 4 + 1 / 2) / 2
-                                        + 0.25 * (1 / 2 + 1) / 2)
+def test_auarc_hand_case_under_both_x_axes():
+    # Ascending confidence: 0.6 (y=0, right), 0.7 (y=0, wrong), 0.8 (y=1, wrong),
+    # 0.9 (y=0, right). N = 4, so s = 1 and k = 0, 1, 2, 3 (k_max = 3).
+    # Balanced accuracy of the kept points (mean recall over present classes):
+    bacc = [
+        (2 / 3 + 0 / 1) / 2,   # k=0: class 0 keeps 0.6, 0.7, 0.9 (2 right); class 1 keeps 0.8 (0)
+        (1 / 2 + 0 / 1) / 2,   # k=1: class 0 keeps 0.7, 0.9 (1 right); class 1 keeps 0.8 (0)
+        (1 / 1 + 0 / 1) / 2,   # k=2: class 0 keeps 0.9 (right); class 1 keeps 0.8 (0)
+        1 / 1,                 # k=3: only 0.9 is kept, class 0, right
+    ]
+    assert bacc == pytest.approx([1 / 3, 1 / 4, 1 / 2, 1])
+    trapezoids = (bacc[0] + bacc[1]) / 2 + (bacc[1] + bacc[2]) / 2 + (bacc[2] + bacc[3]) / 2
+    # Authors' code: x = k / k_max = 0, 1/3, 2/3, 1 -- every panel 1/3 wide.
+    by_kmax = trapezoids / 3
+    # x = k / N = 0, 1/4, 2/4, 3/4 -- every panel 1/4 wide, the curve stops at 3/4.
+    by_n = trapezoids / 4
+    assert by_kmax == pytest.approx(17 / 36) and by_n == pytest.approx(17 / 48)
+    assert auarc(P, Y) == pytest.approx(by_kmax, rel=1e-12)
+    assert auarc(P, Y, x_axis="k_over_kmax") == pytest.approx(by_kmax, rel=1e-12)
+    assert auarc(P, Y, x_axis="k_over_n") == pytest.approx(by_n, rel=1e-12)
+
+
+def test_auarc_x_axis_is_validated_and_a_single_point_has_no_axis():
+    with pytest.raises(InvalidInputError, match=r"x_axis.*'k_over_kmax'.*'fraction'"):
+        auarc(P, Y, x_axis="fraction")
+    one = np.array([[0.3, 0.7]])
+    assert np.isnan(auarc(one, [1]))                        # k_max = 0
+    assert auarc(one, [1], x_axis="k_over_n") == 0.0        # one point: no area
+
+
+def test_auarc_against_a_naive_loop_as_the_authors_write_it():
     import warnings
 
     from sklearn.metrics import balanced_accuracy_score
     rng = np.random.default_rng(3)
-    N = 2000                                   # step s = 2
+    N = 2001                                   # step s = 2, k_max = 2000
     p = rng.dirichlet([1, 1, 1], size=N)
     y = rng.integers(0, 3, N)
     order = np.argsort(p.max(1), kind="stable")
     pred = p.argmax(1)
-    xs, ys = [], []
+    ks, ys = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # sklearn warns when a class vanishes
-        for k in range(0, N, 2):
+        for k in range(0, N, N // 1000):       # create_risk_reject_curve's grid
             kept = order[k:]
-            xs.append(k / N)
+            ks.append(k)
             ys.append(balanced_accuracy_score(y[kept], pred[kept]))
-    assert auarc(p, y) == pytest.approx(np.trapezoid(ys, xs), rel=1e-12)
+    ks = np.array(ks)
+    assert ks[-1] == 2000
+    assert auarc(p, y) == pytest.approx(np.trapezoid(ys, ks / ks.max()), rel=1e-12)
+    assert auarc(p, y, x_axis="k_over_n") == pytest.approx(np.trapezoid(ys, ks / N),
+                                                           rel=1e-12)
 
 
 def test_custom_confidence_score_is_used():

@@ -17,7 +17,7 @@ from uqzoo._validation import (
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["ClassificationData", "MAX_CLASSES"]
+__all__ = ["MAX_CLASSES", "ClassificationData", "check_classes"]
 
 # A bound far above any classification problem this library is for, so that a
 # typo cannot make the default class names (one string per class) exhaust memory.
@@ -51,6 +51,33 @@ def _check_coords(coords: object, name: str, n_rows: int) -> np.ndarray | None:
     return arr.astype(np.int64)
 
 
+def check_classes(classes: object, n_classes: int) -> tuple[Any, ...]:
+    """The original class labels as a tuple of plain Python scalars, one per class.
+
+    ``None`` means the labels are the class indices themselves: ``(0, ..., K-1)``.
+    Labels must be str, int, float or bool (numpy scalars are converted with
+    ``.item()``), distinct, and not NaN, so that they survive a JSON round
+    trip in a saved posterior unchanged.
+    """
+    if classes is None:
+        return tuple(range(n_classes))
+    if isinstance(classes, (str, bytes, Mapping)) or not isinstance(classes, Iterable):
+        raise InvalidTypeError(f"classes must be a sequence of labels, got {_show(classes)}")
+    labels = tuple(v.item() if isinstance(v, np.generic) else v for v in classes)
+    bad = [v for v in labels if not isinstance(v, (str, int, float, bool))
+           or (isinstance(v, float) and not np.isfinite(v))]
+    if bad:
+        raise InvalidTypeError(
+            f"classes must hold str, int, float or bool labels (floats finite), got "
+            f"{_show(bad[0])} of type {type(bad[0]).__name__}"
+        )
+    if len(labels) != n_classes or len(set(labels)) != n_classes:
+        raise InvalidInputError(
+            f"classes must hold {n_classes} distinct labels, one per class, got {_show(labels)}"
+        )
+    return labels
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClassificationData:
     """A train/test classification problem, validated once at construction.
@@ -67,7 +94,8 @@ class ClassificationData:
         The true class probabilities P(y = k | x) of the test points when they
         are known (simulated data); rows sum to one.
     class_names : tuple of str
-        One name per class, in label order.
+        One display name per class, in label order; by default ``str`` of
+        each entry of ``classes``.
     name : str
         The dataset's name, e.g. ``"hsi-sim"``.
     meta : mapping
@@ -75,6 +103,12 @@ class ClassificationData:
         citation, image shape for HSI scenes).
     coords_train, coords_test : int array of shape (N, 2) or None
         (row, column) pixel positions for HSI scenes, so maps can be drawn.
+    classes : tuple, optional
+        The original label of each class 0..K-1 (str, int, float or bool;
+        numpy scalars become Python scalars), as scikit-learn's ``classes_``:
+        ``uz.datasets.from_arrays(X, y)`` with labels {5, 6} stores classes 0
+        and 1 and ``classes == (5, 6)``. Default ``tuple(range(n_classes))``.
+        Fitted posteriors and evaluation tables carry these labels.
 
     Examples
     --------
@@ -84,6 +118,8 @@ class ClassificationData:
     >>> data = uz.ClassificationData(X[:15], y[:15], X[15:], y[15:], n_classes=2)
     >>> data.n_features, data.n_train, data.n_test
     (3, 15, 5)
+    >>> data.classes, data.class_names
+    ((0, 1), ('0', '1'))
     """
 
     X_train: np.ndarray
@@ -97,11 +133,15 @@ class ClassificationData:
     meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     coords_train: np.ndarray | None = None
     coords_test: np.ndarray | None = None
+    classes: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: validated copies replace the inputs
         n_classes = check_int(self.n_classes, "n_classes", minimum=2, maximum=MAX_CLASSES)
         X_train = as_float_matrix(self.X_train, "X_train")
+        if X_train.shape[1] == 0:
+            raise InvalidInputError(
+                f"X_train must have at least one feature column, got shape {X_train.shape}")
         X_test = as_float_matrix(self.X_test, "X_test", n_features=X_train.shape[1])
         y_train = as_labels(self.y_train, "y_train", n_classes, n_rows=X_train.shape[0])
         y_test = as_labels(self.y_test, "y_test", n_classes, n_rows=X_test.shape[0])
@@ -114,9 +154,10 @@ class ClassificationData:
         if p_true is not None:
             p_true = as_probabilities(p_true, "p_true_test", n_rows=X_test.shape[0],
                                       n_classes=n_classes).astype(np.float64)
+        classes = check_classes(self.classes, n_classes)
         names = self.class_names
         if names is None:
-            names = tuple(f"class {k}" for k in range(n_classes))
+            names = tuple(str(c) for c in classes)
         if isinstance(names, (str, bytes)) or not isinstance(names, Iterable) \
                 or len(tuple(names)) != n_classes:
             raise InvalidInputError(
@@ -133,6 +174,7 @@ class ClassificationData:
         set_(self, "y_test", _frozen(y_test))
         set_(self, "p_true_test", _frozen(p_true))
         set_(self, "class_names", tuple(str(n) for n in names))
+        set_(self, "classes", classes)
         set_(self, "meta", dict(self.meta))
         set_(self, "coords_train", _frozen(_check_coords(self.coords_train, "coords_train",
                                                           X_train.shape[0])))

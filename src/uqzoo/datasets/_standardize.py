@@ -6,12 +6,28 @@ statistics only and records them in ``meta`` the same way.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from uqzoo._validation import check_float, check_seed
-from uqzoo.errors import InvalidInputError
+from uqzoo.errors import DataWarning, InvalidInputError
 
-__all__ = ["stratified_split", "standardize", "check_test_size"]
+__all__ = [
+    "check_test_size",
+    "standardize",
+    "stratified_split",
+    "warn_if_float32_loses_precision",
+]
+
+# Above this magnitude a raw input saturates any network with the usual weight
+# scales, and neighbouring float32 values lie more than 1e8 apart.
+LARGE_FEATURE = 1e15
+# float32 rounds x to within |x| · 2^-24 (half a unit in its 24-bit significand).
+_FLOAT32_HALF_ULP = 2.0**-24
+# A feature whose float32 rounding error exceeds this fraction of its standard
+# deviation has its variation visibly quantised: 1 % is ~7 bits left of spread.
+_RESOLUTION_FRACTION = 0.01
 
 
 def check_test_size(test_size: object) -> float:
@@ -98,3 +114,48 @@ def standardize(X_train: np.ndarray, X_test: np.ndarray
     X_train_std = ((X_train64 - mean) / scale).astype(np.float32)
     X_test_std = ((np.asarray(X_test, dtype=np.float64) - mean) / scale).astype(np.float32)
     return X_train_std, X_test_std, {"mean": mean, "scale": scale}
+
+
+def warn_if_float32_loses_precision(X_train: np.ndarray, X_test: np.ndarray, *,
+                                    stacklevel: int = 2) -> None:
+    """Warn when raw (unstandardised) features will not survive float32.
+
+    The networks compute in float32. A feature is flagged when its magnitude
+    exceeds ``LARGE_FEATURE`` (1e15), or when float32 rounding at its
+    magnitude, |x| · 2^-24, exceeds 1 % of its training standard deviation
+    (a large offset with a small spread, e.g. timestamps in milliseconds).
+    Standardising in float64 first, as ``standardize=True`` does, avoids both.
+
+    Parameters
+    ----------
+    X_train : array of shape (N_train, D)
+    X_test : array of shape (N_test, D)
+    stacklevel : int
+        As :func:`warnings.warn` would take it in the caller, so that the warning
+        points at the user's call.
+
+    Warns
+    -----
+    DataWarning
+        Naming how many of the D features are affected, and which.
+    """
+    X_train = np.asarray(X_train, dtype=np.float64)
+    X_test = np.asarray(X_test, dtype=np.float64)
+    magnitude = np.abs(X_train).max(axis=0)
+    if X_test.size:
+        magnitude = np.maximum(magnitude, np.abs(X_test).max(axis=0))
+    spread = X_train.std(axis=0)
+    huge = magnitude > LARGE_FEATURE
+    coarse = (spread > 0) & (magnitude * _FLOAT32_HALF_ULP > _RESOLUTION_FRACTION * spread)
+    bad = np.flatnonzero(huge | coarse)
+    if bad.size == 0:
+        return
+    shown = bad[:10].tolist()
+    warnings.warn(
+        f"{bad.size} of {X_train.shape[1]} features (columns {shown}"
+        f"{', ...' if bad.size > 10 else ''}) lose their variation in float32, in which "
+        f"the networks compute: values above {LARGE_FEATURE:.0e} in magnitude, or a float32 "
+        f"rounding step above {_RESOLUTION_FRACTION:.0%} of the feature's standard "
+        "deviation. With standardize=False the fit will be poor; pass standardize=True "
+        "(it centres and scales in float64 first) or rescale these features.",
+        DataWarning, stacklevel=stacklevel + 1)

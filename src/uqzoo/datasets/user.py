@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from uqzoo._validation import _show, as_float_matrix, as_labels, check_choice, check_int
-from uqzoo._validation import check_seed
-from uqzoo.datasets._base import ClassificationData
-from uqzoo.datasets._standardize import check_test_size, standardize as _standardize
-from uqzoo.datasets._standardize import stratified_split
+from uqzoo._validation import _show, as_float_matrix, check_choice, check_int, check_seed
+from uqzoo.datasets._base import MAX_CLASSES, ClassificationData
+from uqzoo.datasets._standardize import (
+    check_test_size,
+    stratified_split,
+    warn_if_float32_loses_precision,
+)
+from uqzoo.datasets._standardize import standardize as _standardize
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
 
 __all__ = ["from_arrays", "from_csv", "from_hsi"]
@@ -32,31 +35,200 @@ def _as_array(value: object, name: str) -> np.ndarray:
                                f"{_show(value)}") from exc
 
 
-def _encode_labels(y: object, name: str, class_names: Sequence[str] | None
-                   ) -> tuple[object, tuple[str, ...] | None]:
-    """Map string (or other non-numeric) labels to 0..K-1, in sorted or given order."""
-    if isinstance(y, (str, bytes, dict)) or y is None:
-        return y, class_names  # as_labels raises the right error
+def _missing_labels(name: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"{name} must not hold missing labels (None or NaN); drop those rows or give them a "
+        "label first"
+    )
+
+
+def _plain_values(arr: np.ndarray, name: str) -> np.ndarray:
+    """A 1-D label array as one plain kind: bool, integer, finite float64 or str."""
+    kind = arr.dtype.kind
+    if kind == "S":
+        try:
+            arr = np.char.decode(arr, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{name} holds byte strings that are not UTF-8") from exc
+    elif kind == "O":
+        arr = _plain_objects(arr, name)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if np.isnan(arr).any():
+            raise _missing_labels(name)
+        if np.isinf(arr).any():
+            raise InvalidInputError(f"{name} must hold finite labels, found an infinite one")
+        arr = arr.astype(np.float64, copy=False)
+    if kind not in "biufU":
+        raise InvalidTypeError(
+            f"{name} must hold class labels that are str, int, float or bool; got dtype "
+            f"{arr.dtype}"
+        )
+    return arr
+
+
+def _plain_objects(arr: np.ndarray, name: str) -> np.ndarray:
+    """An object array of labels (pandas columns, lists of str) as a typed array."""
+    import pandas as pd
+
+    if arr.size and np.asarray(pd.isna(arr)).any():   # None, NaN, pd.NA, NaT
+        raise _missing_labels(name)
+    items = [v.item() if isinstance(v, np.generic) else v for v in arr.tolist()]
+    if all(isinstance(v, str) for v in items):
+        return np.array(items, dtype=str)
+    if all(isinstance(v, bool) for v in items):
+        return np.array(items, dtype=bool)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        try:
+            return np.array(items, dtype=np.int64)
+        except OverflowError as exc:
+            raise InvalidInputError(f"{name} holds integer labels beyond 64 bits") from exc
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        return np.array(items, dtype=np.float64)
+    kinds = sorted({type(v).__name__ for v in items})
+    raise InvalidTypeError(
+        f"{name} must hold labels of one kind (all str, all numbers or all bool), got types "
+        f"{kinds}"
+    )
+
+
+def _label_values(y: object, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Labels as a plain 1-D array, and the order a pandas Categorical gives them.
+
+    Returns
+    -------
+    values : ndarray of shape (N,)
+        dtype kind ``b``, ``i``/``u``, ``f`` (finite) or ``U``.
+    order : ndarray or None
+        For a pandas Categorical (or categorical Series): the categories that
+        occur in ``y``, in category order; None otherwise (sorted order).
+    """
+    import pandas as pd
+
+    if y is None or isinstance(y, (str, bytes, Mapping)):
+        raise InvalidTypeError(f"{name} must be a 1-D array of class labels, got {_show(y)}")
+    if isinstance(getattr(y, "dtype", None), pd.CategoricalDtype):
+        cat = pd.Categorical(y)
+        if (cat.codes < 0).any():
+            raise _missing_labels(name)
+        categories = _plain_values(np.asarray(cat.categories.to_numpy()), name)
+        # Unused categories are dropped (as remove_unused_categories): a class
+        # with no example at all cannot be trained or judged.
+        return categories[cat.codes], categories[np.unique(cat.codes)]
     try:
         arr = np.asarray(y)
-    except Exception:
-        return y, class_names
-    if arr.ndim != 1 or arr.dtype.kind not in "OUS":
-        return y, class_names
-    if arr.dtype.kind == "O" and any(v is None or (isinstance(v, float) and np.isnan(v))
-                                     for v in arr):
-        raise InvalidInputError(f"{name} must not hold missing labels (None or NaN)")
-    values = arr.astype(str)
-    if class_names is None:
-        class_names = tuple(np.unique(values))
-    names = [str(c) for c in class_names]
-    unknown = sorted(set(values) - set(names))
-    if unknown:
+    except Exception as exc:  # ragged nested lists and the like
+        raise InvalidTypeError(f"{name} must be a 1-D array of class labels, got "
+                               f"{_show(y)}") from exc
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name} must be 1-D (one label per row), got shape {arr.shape}")
+    return _plain_values(arr, name), None
+
+
+def _preview(values: np.ndarray, limit: int = 8) -> str:
+    """A few labels for an error message, as Python scalars."""
+    shown = [v.item() if isinstance(v, np.generic) else v for v in values[:limit]]
+    return str(shown)[:-1] + (", ...]" if len(values) > limit else "]")
+
+
+def _codes(values: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """The index in ``classes`` of each label (every label is known to be there)."""
+    sorter = np.argsort(classes, kind="stable")
+    pos = np.searchsorted(classes, values, sorter=sorter)
+    return sorter[np.minimum(pos, classes.shape[0] - 1)].astype(np.int64)
+
+
+def _encode_labels(y: object, y_test: object, *, n_rows: int, n_test_rows: int | None,
+                   n_classes: object, class_names: Sequence[str] | None, y_name: str
+                   ) -> tuple[np.ndarray, np.ndarray | None, tuple, int]:
+    """Map any labels to classes 0..K-1, as scikit-learn's LabelEncoder does.
+
+    Classes are the distinct training labels in sorted order (a pandas
+    Categorical: category order). Two conventions are kept from before the
+    encoding existed: integer labels within 0..K-1 for a declared K
+    (``n_classes``, or the length of ``class_names``) are class indices, so
+    that empty classes can be declared; and ``class_names`` given with
+    string labels name those labels and fix their order.
+
+    Returns
+    -------
+    y_codes, y_test_codes : int64 arrays (the second None without ``y_test``)
+    classes : tuple
+        The original label of each class, plain Python scalars.
+    n_classes : int
+    """
+    values, order = _label_values(y, y_name)
+    if values.shape[0] != n_rows:
         raise InvalidInputError(
-            f"{name} holds labels {unknown[:5]} that are not in class_names {names}"
+            f"{y_name} must have one label per row of X ({n_rows}), got {values.shape[0]}"
         )
-    index = {c: k for k, c in enumerate(names)}
-    return np.array([index[v] for v in values], dtype=np.int64), tuple(names)
+    test_values = None
+    if y_test is not None:
+        test_values, _ = _label_values(y_test, "y_test")
+        if n_test_rows is not None and test_values.shape[0] != n_test_rows:
+            raise InvalidInputError(
+                f"y_test must have one label per row of X_test ({n_test_rows}), got "
+                f"{test_values.shape[0]}"
+            )
+        if (values.dtype.kind == "U") != (test_values.dtype.kind == "U"):
+            raise InvalidTypeError(
+                f"y_test holds labels of dtype {test_values.dtype} but {y_name} holds "
+                f"{values.dtype}: both must be strings, or both numbers/booleans"
+            )
+    if n_classes is not None:
+        n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=MAX_CLASSES)
+    names = None if class_names is None else [str(c) for c in class_names]
+    seen = np.unique(values)
+    if seen.size < 2:
+        raise InvalidInputError(
+            f"{y_name} must hold at least two distinct labels (classes) to train on, got "
+            f"{_preview(seen) if seen.size else 'none'}"
+        )
+    if test_values is not None:
+        unseen = np.setdiff1d(np.unique(test_values), seen)
+        if unseen.size:
+            raise InvalidInputError(
+                f"y_test holds labels {_preview(unseen)} that the training labels {y_name} "
+                f"do not; every test class must appear in training, which has "
+                f"{_preview(seen)}"
+            )
+    declared = n_classes if n_classes is not None else (
+        len(names) if names is not None else None)
+    integers = values.dtype.kind in "iu" and (test_values is None
+                                              or test_values.dtype.kind in "iu")
+    if values.dtype.kind == "U" and names is not None:
+        if len(set(names)) != len(names):
+            raise InvalidInputError(f"class_names must be distinct, got {names}")
+        unknown = np.setdiff1d(seen, np.array(names))
+        if unknown.size:
+            raise InvalidInputError(
+                f"{y_name} holds labels {_preview(unknown)} that are not in class_names {names}"
+            )
+        if n_classes is not None and n_classes != len(names):
+            raise InvalidInputError(
+                f"n_classes={n_classes} does not match the {len(names)} class_names {names}"
+            )
+        classes = np.array(names)
+    elif integers and declared is not None and seen[0] >= 0 and seen[-1] < declared:
+        # Class indices already: keep them, so that declared classes may be empty.
+        classes = np.arange(declared)
+    else:
+        classes = seen if order is None else order
+        if n_classes is not None and n_classes != classes.shape[0]:
+            raise InvalidInputError(
+                f"n_classes={n_classes} does not match the {classes.shape[0]} distinct labels "
+                f"of {y_name} {_preview(classes)}; n_classes may exceed that only when the "
+                f"labels are the integers 0..n_classes-1"
+            )
+        if names is not None and len(names) != classes.shape[0]:
+            raise InvalidInputError(
+                f"class_names must hold one name per class: {y_name} has "
+                f"{classes.shape[0]} distinct labels {_preview(classes)}, got {len(names)} "
+                f"names {names}"
+            )
+    y_codes = _codes(values, classes)
+    test_codes = None if test_values is None else _codes(test_values, classes)
+    return y_codes, test_codes, tuple(v.item() for v in classes), int(classes.shape[0])
 
 
 def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object = None,
@@ -65,27 +237,36 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
                 p_true_test: object = None, name: str = "custom") -> ClassificationData:
     """Build a :class:`ClassificationData` from arrays.
 
-    Without ``X_test``, a seeded stratified split holds out ``test_size`` of
-    each class. Features are standardised with training statistics
-    (``meta["mean"]``, ``meta["scale"]``) unless ``standardize=False``.
+    Labels of any kind are encoded as scikit-learn's ``LabelEncoder`` does:
+    the distinct labels of ``y``, sorted, become classes 0..K-1 and are kept
+    as ``data.classes``, so labels {5, 6} give two classes, not seven. Without
+    ``X_test``, a seeded stratified split holds out ``test_size`` of each
+    class. Features are standardised with training statistics, computed in
+    float64 (``meta["mean"]``, ``meta["scale"]``), unless ``standardize=False``.
 
     Parameters
     ----------
     X : array of shape (N, D)
-        Finite numeric features.
+        Finite numeric features, D >= 1.
     y : array of shape (N,)
-        Labels: integers 0..K-1, or strings (mapped to 0..K-1 in the order of
-        ``class_names``, sorted when it is not given).
+        Labels: int, str, bool or float (no NaN/None), or a pandas
+        Categorical (its category order is the class order; unused
+        categories are dropped). At least two distinct labels.
     X_test, y_test : arrays of shape (N_test, D) and (N_test,), optional
-        A given test set; then ``X``, ``y`` are all training data.
+        A given test set; then ``X``, ``y`` are all training data, and every
+        label of ``y_test`` must occur in ``y``.
     test_size : float in (0, 1)
         Held-out fraction per class when no test set is given.
     seed : int
         Seed of the split.
     n_classes : int, optional
-        K; by default the largest label + 1 (at least 2).
+        K. With integer labels in 0..n_classes-1 the labels are the class
+        indices and classes without examples may be declared; with any other
+        labels it must equal the number of distinct labels.
     class_names : sequence of str, optional
-        One name per class.
+        Display names, one per class in class order. With string labels they
+        may instead list the labels themselves, in the order wanted (labels
+        missing from ``y`` then become declared, empty classes).
     standardize : bool
         Centre and scale features with training statistics.
     p_true_test : array of shape (N_test, K), optional
@@ -96,14 +277,22 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
     Returns
     -------
     ClassificationData
+        ``classes`` holds the original labels, ``class_names`` their display
+        strings.
+
+    Warns
+    -----
+    uqzoo.errors.DataWarning
+        With ``standardize=False``, when features are so large (above 1e15)
+        or so offset from zero that float32 no longer resolves their spread.
 
     Example
     -------
     >>> import numpy as np, uqzoo as uz
     >>> X = np.random.default_rng(0).normal(size=(40, 3))
-    >>> data = uz.datasets.from_arrays(X, (X[:, 0] > 0).astype(int), seed=0)
-    >>> data.n_train, data.n_test
-    (30, 10)
+    >>> data = uz.datasets.from_arrays(X, np.where(X[:, 0] > 0, "yes", "no"), seed=0)
+    >>> data.n_train, data.n_test, data.classes
+    (30, 10, ('no', 'yes'))
     """
     return _from_arrays(X, y, X_test=X_test, y_test=y_test, test_size=test_size, seed=seed,
                         n_classes=n_classes, class_names=class_names,
@@ -111,7 +300,8 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
 
 
 def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_names,
-                 standardize, p_true_test, name, extra_meta=None) -> ClassificationData:
+                 standardize, p_true_test, name, extra_meta=None,
+                 y_name: str = "y") -> ClassificationData:
     seed = check_seed(seed)
     test_size = check_test_size(test_size)
     standardize = _check_bool(standardize, "standardize")
@@ -120,33 +310,31 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
     if class_names is not None and (isinstance(class_names, str)
                                     or not isinstance(class_names, Sequence)):
         raise InvalidTypeError(f"class_names must be a sequence of str, got {_show(class_names)}")
-    y, class_names = _encode_labels(y, "y", class_names)
-    if y_test is not None:
-        y_test, class_names = _encode_labels(y_test, "y_test", class_names)
-    X = as_float_matrix(X, "X")
-    if n_classes is not None:
-        n_classes = check_int(n_classes, "n_classes", minimum=2)
-    elif class_names is not None:
-        n_classes = max(2, len(class_names))
-    y = as_labels(y, "y", n_classes, n_rows=X.shape[0])
     if (X_test is None) != (y_test is None):
         raise InvalidInputError("X_test and y_test must be given together (or neither)")
+    X32 = as_float_matrix(X, "X")
+    if X32.shape[1] == 0:
+        raise InvalidInputError(
+            f"X must have at least one feature column, got shape {X32.shape}")
+    # Validated above; standardise from float64 so that large offsets keep
+    # their spread (float32 first would round 1e8 + u, u < 4, to 1e8).
+    X64 = np.asarray(X, dtype=np.float64)
+    X_te32 = None if X_test is None else as_float_matrix(X_test, "X_test",
+                                                         n_features=X32.shape[1])
+    y, y_te, classes, n_classes = _encode_labels(
+        y, y_test, n_rows=X32.shape[0], n_test_rows=None if X_te32 is None else X_te32.shape[0],
+        n_classes=n_classes, class_names=class_names, y_name=y_name)
     if X_test is None:
         if p_true_test is not None:
             raise InvalidInputError(
                 "p_true_test needs X_test and y_test: its rows must match given test points"
             )
-        if np.unique(y).size < 2:
-            raise InvalidInputError(f"y must contain at least two classes, got {np.unique(y)}")
         train, test = stratified_split(y, test_size, seed)
-        X_train, y_train, X_te, y_te = X[train], y[train], X[test], y[test]
+        X_train, y_train, X_te, y_te = X64[train], y[train], X64[test], y[test]
     else:
-        X_train, y_train = X, y
-        X_te = as_float_matrix(X_test, "X_test", n_features=X.shape[1])
-        y_te = as_labels(y_test, "y_test", n_classes, n_rows=X_te.shape[0])
+        X_train, y_train = X64, y
+        X_te = np.asarray(X_test, dtype=np.float64)
         train = test = None
-    if n_classes is None:
-        n_classes = max(2, int(max(y_train.max(), y_te.max())) + 1)
     meta = {"options": {"test_size": test_size if X_test is None else None, "seed": seed,
                         "standardize": standardize}, **(extra_meta or {})}
     if train is not None:
@@ -154,10 +342,12 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
     if standardize:
         X_train, X_te, stats = _standardize(X_train, X_te)
         meta.update(stats)
+    else:
+        warn_if_float32_loses_precision(X_train, X_te, stacklevel=3)
     meta["standardized"] = standardize
     return ClassificationData(X_train=X_train, y_train=y_train, X_test=X_te, y_test=y_te,
                               n_classes=n_classes, p_true_test=p_true_test,
-                              class_names=class_names, name=name, meta=meta)
+                              class_names=class_names, name=name, meta=meta, classes=classes)
 
 
 def _check_path(path: object, name: str) -> str:
@@ -169,6 +359,10 @@ def _check_path(path: object, name: str) -> str:
     return path
 
 
+# read_csv options that make it return a TextFileReader instead of a DataFrame.
+_READER_OPTIONS = ("chunksize", "iterator")
+
+
 def from_csv(path: object, target: str, *, X_test: object = None, y_test: object = None,
              test_size: float = 0.25, seed: int = 0, n_classes: int | None = None,
              class_names: Sequence[str] | None = None, standardize: bool = True,
@@ -177,9 +371,12 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
     """Load a CSV file with one row per example and a ``target`` column.
 
     Every other column is a feature and must be numeric with no missing
-    values; a non-numeric target column is mapped to class indices (sorted
-    order, recorded in ``class_names``). Parameters after ``target`` are those
-    of :func:`from_arrays`; ``read_csv_options`` go to :func:`pandas.read_csv`.
+    values. The target column's labels are encoded as in :func:`from_arrays`
+    (distinct labels sorted, or a categorical column's category order, become
+    classes 0..K-1; the labels are kept in ``data.classes``). Parameters after
+    ``target`` are those of :func:`from_arrays`; ``read_csv_options`` go to
+    :func:`pandas.read_csv`, except ``chunksize`` and ``iterator``, which make
+    it return a reader instead of a table.
 
     Parameters
     ----------
@@ -193,6 +390,11 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
     ClassificationData
         ``meta["feature_names"]`` lists the feature columns in order.
 
+    Warns
+    -----
+    uqzoo.errors.DataWarning
+        As :func:`from_arrays`, with ``standardize=False``.
+
     Example
     -------
     >>> import uqzoo as uz
@@ -203,6 +405,13 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
     path = _check_path(path, "path")
     if not isinstance(target, str):
         raise InvalidTypeError(f"target must be a column name (str), got {_show(target)}")
+    for option in _READER_OPTIONS:
+        if option in read_csv_options:
+            raise InvalidInputError(
+                f"from_csv does not accept the pandas.read_csv option {option}="
+                f"{_show(read_csv_options[option])}: it makes read_csv return a reader, not a "
+                "table; read the whole file (or load it with pandas and call from_arrays)"
+            )
     try:
         frame = pd.read_csv(path, **read_csv_options)
     except TypeError as exc:
@@ -229,20 +438,14 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
     missing = [str(c) for c in features.columns if features[c].isna().any()]
     if missing:
         raise InvalidInputError(f"feature columns {missing} hold missing values (NaN)")
-    labels = frame[target]
-    if labels.isna().any():
-        raise InvalidInputError(f"target column {target!r} holds missing values")
-    if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
-        y = labels.to_numpy()
-    else:
-        y = labels.astype(str).to_numpy(dtype=object)
-    return _from_arrays(features.to_numpy(dtype=np.float64), y, X_test=X_test, y_test=y_test,
-                        test_size=test_size, seed=seed, n_classes=n_classes,
+    return _from_arrays(features.to_numpy(dtype=np.float64), frame[target], X_test=X_test,
+                        y_test=y_test, test_size=test_size, seed=seed, n_classes=n_classes,
                         class_names=class_names, standardize=standardize,
                         p_true_test=p_true_test,
                         name=name if name is not None else os.path.basename(path),
                         extra_meta={"feature_names": tuple(str(c) for c in features.columns),
-                                    "source": path})
+                                    "source": path},
+                        y_name=f"target column {target!r}")
 
 
 def _pick_key(arrays: dict[str, np.ndarray], key: str | None, what: str, path: str,
@@ -348,7 +551,14 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
     -------
     ClassificationData
         ``coords_train``/``coords_test`` the (row, column) of every pixel;
-        ``meta["image_shape"]`` (H, W).
+        ``meta["image_shape"]`` (H, W); ``classes`` the label value of each
+        class in the label image: (1, ..., K) when 0 is unlabelled,
+        (0, ..., K-1) otherwise, (False, True) for a mask.
+
+    Warns
+    -----
+    uqzoo.errors.DataWarning
+        As :func:`from_arrays`, with ``standardize=False``.
 
     Example
     -------
@@ -391,6 +601,10 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
         raise InvalidInputError(
             f"labels must have the cube's image shape {cube_arr.shape[:2]}, got {labels.shape}"
         )
+    if cube_arr.shape[2] == 0:
+        raise InvalidInputError(f"cube must have at least one band, got shape {cube_arr.shape}")
+    # Class k's original label value, recorded as data.classes.
+    first_label = 0
     if labels.dtype == np.bool_:
         used = np.ones(labels.shape, bool)
         label_img = labels.astype(np.int64)
@@ -404,6 +618,7 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
         if zero_is_unlabelled:
             used = label_img > 0
             label_img = label_img - 1
+            first_label = 1
         else:
             used = np.ones(labels.shape, bool)
     else:
@@ -413,12 +628,17 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
     rows, cols = np.nonzero(used)
     if rows.size == 0:
         raise InvalidInputError("labels mark no pixel as labelled")
-    X = as_float_matrix(cube_arr[rows, cols], "cube pixels")
+    pixels = cube_arr[rows, cols]
+    X = as_float_matrix(pixels, "cube pixels")
     y = label_img[rows, cols]
     coords = np.stack([rows, cols], axis=1)
     n_classes = max(2, int(y.max()) + 1)
     if class_names is not None:
         n_classes = max(n_classes, len(class_names))
+    if labels.dtype == np.bool_:
+        classes = (False, True) if n_classes == 2 else None
+    else:
+        classes = tuple(range(first_label, first_label + n_classes))
     if split == "left-right":
         is_train = cols < cube_arr.shape[1] // 2
         train, test = np.flatnonzero(is_train), np.flatnonzero(~is_train)
@@ -438,12 +658,15 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
                         "zero_is_unlabelled": zero_is_unlabelled, "standardize": standardize},
             "image_shape": tuple(int(s) for s in cube_arr.shape[:2]),
             "source": source}
-    X_train, X_test = X[train], X[test]
     if standardize:
-        X_train, X_test, stats = _standardize(X_train, X_test)
+        # From the raw pixel values (float64 inside), not the float32 copy.
+        X_train, X_test, stats = _standardize(pixels[train], pixels[test])
         meta.update(stats)
+    else:
+        X_train, X_test = X[train], X[test]
+        warn_if_float32_loses_precision(pixels[train], pixels[test], stacklevel=2)
     meta["standardized"] = standardize
     return ClassificationData(X_train=X_train, y_train=y[train], X_test=X_test,
                               y_test=y[test], n_classes=n_classes, class_names=class_names,
                               name=name, meta=meta, coords_train=coords[train],
-                              coords_test=coords[test])
+                              coords_test=coords[test], classes=classes)

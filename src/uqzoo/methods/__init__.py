@@ -82,7 +82,9 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
     Returns
     -------
     Posterior
-        Parameter draws in the shared layout, with config, seed and diagnostics.
+        Parameter draws in the shared layout, with config, seed and
+        diagnostics; ``classes`` holds ``data.classes``, the original label of
+        each probability column.
 
     Examples
     --------
@@ -113,4 +115,7 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
         )
     seed = check_seed(seed)
     cfg = make_config(method, **config)
-    return module.fit(spec, data, cfg, seed=seed, progress_bar=bool(progress_bar))
+    posterior = module.fit(spec, data, cfg, seed=seed, progress_bar=bool(progress_bar))
+    # Methods see classes 0..K-1 only; the original labels they stand for are
+    # attached here, once for all methods, and are saved with the posterior.
+    return dataclasses.replace(posterior, classes=data.classes)

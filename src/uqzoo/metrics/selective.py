@@ -33,6 +33,9 @@ __all__ = [
 
 AURC_METHODS = ("trapezoid", "mean_over_k")
 EAURC_OPTIMA = ("exact", "asymptotic")
+# How AUARC scales its rejection axis: by the last rejection count of the grid
+# (the authors' code), or by N.
+AUARC_X_AXES = ("k_over_kmax", "k_over_n")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -223,15 +226,16 @@ def _balanced_accuracy(labels: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(hits / total))
 
 
-def auarc(probs: object, y: object, *, confidence: object = None) -> float:
+def auarc(probs: object, y: object, *, confidence: object = None,
+          x_axis: str = "k_over_kmax") -> float:
     """Area under the balanced-accuracy–rejection curve (Mehrtens et al. 2023).
 
     Points are sorted by confidence ascending (stable) and the k least
-    confident rejected, for k = 0, s, 2s, ... < N with s = max(1, N // 1000).
-    At each k the balanced accuracy (mean recall over the classes present
-    among the kept labels, as scikit-learn's ``balanced_accuracy_score``) is
-    computed on the kept points; AUARC is the trapezoid of it over the
-    rejection rate x = k / N. Higher is better.
+    confident rejected, for k = 0, s, 2s, ..., k_max, the grid's last k below
+    N, with s = max(1, N // 1000). At each k the balanced accuracy (mean
+    recall over the classes present among the kept labels, as scikit-learn's
+    ``balanced_accuracy_score``) is computed on the kept points, and AUARC is
+    its trapezoid integral over the rejection axis x. Higher is better.
 
     Parameters
     ----------
@@ -239,16 +243,29 @@ def auarc(probs: object, y: object, *, confidence: object = None) -> float:
     y : array of shape (N,)
     confidence : array of shape (N,), optional
         Ranking score, higher = more confident; default max_k p_k.
+    x_axis : {"k_over_kmax", "k_over_n"}
+        ``"k_over_kmax"`` (default): x = k / k_max, so the curve runs from 0
+        to exactly 1 -- the published benchmark code of Mehrtens et al.
+        (``create_risk_reject_curve`` then ``x / max(x)`` in their
+        ``src/eval/visualizations_base.py``); use it to compare with their
+        numbers. ``"k_over_n"``: x = k / N, the fraction of all points
+        rejected; the curve then stops at k_max / N < 1 (at (N - 1) / N for
+        s = 1), so the area is smaller by about that factor. It is this
+        library's earlier convention, kept for comparison with results
+        computed that way.
 
     Returns
     -------
     float
+        NaN for ``"k_over_kmax"`` when N = 1 (k_max = 0: no rejection axis).
 
     Examples
     --------
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> round(uz.metrics.auarc(p, [0, 1, 0, 0]), 6)
+    0.472222
+    >>> round(uz.metrics.auarc(p, [0, 1, 0, 0], x_axis="k_over_n"), 6)
     0.354167
 
     References
@@ -256,7 +273,9 @@ def auarc(probs: object, y: object, *, confidence: object = None) -> float:
     Mehrtens, H. A., Kurz, A., Bucher, T.-C., Brinker, T. J. (2023).
     Benchmarking common uncertainty estimation methods with histopathological
     images under domain shift and label noise. Medical Image Analysis 89.
+    Code: https://github.com/DBO-DKFZ/uncertainty-benchmark
     """
+    x_axis = check_choice(x_axis, "x_axis", AUARC_X_AXES)
     p, labels, error, conf = _prepare(probs, y, confidence)
     n, K = p.shape
     step = max(1, n // 1000)
@@ -276,7 +295,12 @@ def auarc(probs: object, y: object, *, confidence: object = None) -> float:
         recall_sum[present] += kept_hit[present] / kept[present]
         n_present += present
     bacc = recall_sum / n_present
-    return float(np.trapezoid(bacc, ks / n))
+    if x_axis == "k_over_n":
+        return float(np.trapezoid(bacc, ks / n))
+    k_max = ks[-1]
+    if k_max == 0:
+        return float("nan")
+    return float(np.trapezoid(bacc, ks / k_max))
 
 
 def misclassification_auroc(probs: object, y: object, *, confidence: object = None) -> float:
