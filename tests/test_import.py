@@ -46,3 +46,12 @@ def test_unknown_attribute_is_an_attribute_error():
     import uqzoo
     with pytest.raises(AttributeError, match="no_such_name"):
         uqzoo.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("name", ["evaluate", "compare"])
+def test_functions_named_like_their_module_stay_functions(name):
+    """Importing the submodule first must not make ``uz.evaluate`` the module."""
+    code = (f"import uqzoo.{name}\nimport uqzoo\n"
+            f"assert callable(uqzoo.{name}) and uqzoo.{name}.__name__ == {name!r}, "
+            f"uqzoo.{name}")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

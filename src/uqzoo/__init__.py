@@ -13,6 +13,8 @@ Every public name is imported on first use (PEP 562), so ``import uqzoo`` and
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -57,6 +59,23 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+# ``uz.evaluate`` and ``uz.compare`` are functions defined in submodules of the
+# same name. Importing such a submodule (``from uqzoo.evaluate import ...``)
+# makes the import system bind the *module* to the package attribute, which
+# would then hide the function; the package keeps the function instead.
+_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate"})
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FUNCTIONS_NAMED_LIKE_THEIR_MODULE and isinstance(value, types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
