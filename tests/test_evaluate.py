@@ -245,6 +245,10 @@ def test_fitted_posterior_carries_labels_through_save_load_and_evaluate(tmp_path
     post.save(path)
     loaded = uz.load_posterior(path)
     assert loaded.classes == ("Gentoo", "Adelie")
+    predicted = loaded.predict(data.X_test)
+    index = loaded.predict_proba(data.X_test).argmax(axis=1)
+    assert set(predicted) <= {"Gentoo", "Adelie"}
+    np.testing.assert_array_equal(predicted, np.array(["Gentoo", "Adelie"])[index])
     table = evaluate(loaded, data, levels=(0.8,)).table
     hcs = table[(table.metric == "hcs_size") & table["class"].notna()]
     assert hcs["class"].tolist() == ["Adelie"]       # binary: the judged class is column 1

@@ -4,13 +4,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from uqzoo import plots  # noqa: E402
-from uqzoo.datasets import ClassificationData  # noqa: E402
-from uqzoo.errors import InvalidInputError, InvalidTypeError  # noqa: E402
-from uqzoo.evaluate import evaluate  # noqa: E402
+from uqzoo import plots
+from uqzoo.datasets import ClassificationData
+from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.evaluate import evaluate
 
 
 def scene(seed=0, rows=20, cols=30, spread=15.0):
@@ -73,7 +73,7 @@ def test_coverage_and_risk_coverage_plots(tmp_path, reports):
 
 
 def test_hsi_maps(tmp_path, reports):
-    reps, data = reports
+    reps, _data = reports
     fig = plots.hsi_maps(reps["vague"], level=0.8)
     assert len(fig.axes) == 6
     hcs_image = fig.axes[2].get_images()[0].get_array()

@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "EvalReport": "uqzoo.evaluate",
     "evaluate": "uqzoo.evaluate",
     "ConvergenceWarning": "uqzoo.errors",
+    "DataWarning": "uqzoo.errors",
     "FileFormatError": "uqzoo.errors",
     "InvalidInputError": "uqzoo.errors",
     "InvalidTypeError": "uqzoo.errors",

@@ -198,8 +198,22 @@ class Posterior:
                                               anchor=self._anchor())
 
     def predict_proba(self, X: object) -> np.ndarray:
-        """Posterior-mean class probabilities, shape (N, K), float64."""
+        """Posterior-mean class probabilities, shape (N, K), float64.
+
+        Column k belongs to ``classes[k]`` (class k when ``classes`` is None).
+        """
         return self.summarize(X, levels=(0.5,)).mean
+
+    def predict(self, X: object) -> np.ndarray:
+        """The most probable class of each point under the posterior mean, shape (N,).
+
+        Returned in the original labels (``classes``) when the posterior has
+        them, as integer class indices otherwise; ties go to the first class.
+        """
+        index = self.predict_proba(X).argmax(axis=1)
+        if self.classes is None:
+            return index
+        return np.asarray(self.classes)[index]
 
     def summarize(self, X: object, levels: Sequence[float] = engine.DEFAULT_LEVELS,
                   chunk_size: int | None = None, workers: int | None = None,
