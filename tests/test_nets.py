@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from _float32_reference import U32, draws_proba64, forward64
+from _float32_reference import U32, draws_proba64, forward64, gamma
 from uqzoo.nets import jax as jnet
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import ACTIVATIONS, MLPSpec
@@ -129,6 +129,40 @@ def test_jax_log_likelihood_matches_float64(n_classes):
     assert ll.shape == (3,)
     assert np.all(np.abs(ll - ref) <= tol)
 
+
+
+def test_jax_log_prior_is_the_gaussian_density_of_every_parameter():
+    from scipy import stats
+
+    spec = MLPSpec(4, 3, hidden=(5,), prior_scale=0.7)
+    draws = spec.init_params(seed=3, num=2)
+    got = np.asarray(jnet.log_prior(spec, {k: jnp.asarray(v) for k, v in draws.items()}))
+    ref = [sum(stats.norm(0, 0.7).logpdf(v[s].astype(np.float64)).sum() for v in draws.values())
+           for s in range(2)]
+    assert got.shape == (2,)
+    # float32 sum of n_params terms of size up to |log pdf|
+    terms = np.abs(np.concatenate([stats.norm(0, 0.7).logpdf(v[0]).ravel()
+                                   for v in draws.values()]))
+    np.testing.assert_allclose(got, ref, rtol=0, atol=gamma(spec.n_params + 4) * terms.sum() * 4)
+
+
+def test_jax_forward_with_shared_rows_equals_per_network_rows_and_applies_masks():
+    """The fused first layer (one product for all stacked networks) computes the
+    same logits as giving each network its own copy of the rows, to rounding."""
+    spec, draws, X = make_case(2, "tanh", 2, seed=5, num_draws=4)
+    params = {k: jnp.asarray(v) for k, v in draws.items()}
+    shared = np.asarray(jnet.forward_logits(spec, params, jnp.asarray(X)))
+    own = np.asarray(jnet.forward_logits(spec, params, jnp.broadcast_to(X, (4, *X.shape))))
+    ref, bound = zip(*(forward64(spec, {k: v[s] for k, v in draws.items()}, X)
+                       for s in range(4)), strict=True)
+    tol = 2 * (np.stack(bound) + U32 * np.abs(np.stack(ref)))
+    assert np.all(np.abs(shared - own) <= tol)
+    # A mask that drops every unit of the last hidden layer leaves only the bias,
+    # exactly: zeros times finite weights sum to zero in any order or kernel.
+    masks = [jnp.ones((1, 10)), jnp.zeros((1, 10))]
+    dropped = np.asarray(jnet.forward_logits(spec, params, jnp.asarray(X), hidden_masks=masks))
+    np.testing.assert_allclose(dropped, np.broadcast_to(draws["layers.2.bias"][:, None, :],
+                                                        dropped.shape), rtol=0, atol=0)
 
 def test_mlp_module_state_dict_matches_layout_and_forward():
     spec = MLPSpec(4, 3, hidden=(6, 5), activation="sigmoid")
