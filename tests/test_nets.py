@@ -164,6 +164,25 @@ def test_jax_forward_with_shared_rows_equals_per_network_rows_and_applies_masks(
     np.testing.assert_allclose(dropped, np.broadcast_to(draws["layers.2.bias"][:, None, :],
                                                         dropped.shape), rtol=0, atol=0)
 
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_torch_and_jax_likelihood_and_prior_agree(n_classes):
+    """One likelihood and prior per framework; the two frameworks agree to rounding."""
+    spec, draws, X = make_case(2, "tanh", n_classes, seed=13, num_draws=3)
+    y = np.random.default_rng(2).integers(0, n_classes, size=X.shape[0])
+    tp, jp = tnet.to_tensors(draws), {k: jnp.asarray(v) for k, v in draws.items()}
+    lt = tnet.log_likelihood(spec, tp, torch.from_numpy(X), torch.from_numpy(y)).numpy()
+    lj = np.asarray(jnet.log_likelihood(spec, jp, jnp.asarray(X), jnp.asarray(y)))
+    p, _ = draws_proba64(spec, draws, X)
+    logit_err = np.stack([forward64(spec, {k: v[s] for k, v in draws.items()}, X)[1]
+                          for s in range(3)]).max(axis=-1)
+    per_side = 2 * logit_err.sum(axis=1) + 8 * U32 * np.abs(
+        np.log(p[:, np.arange(len(y)), y])).sum(1)
+    assert lt.shape == lj.shape == (3,)
+    assert np.all(np.abs(lt - lj) <= 2 * per_side)
+    pt, pj = tnet.log_prior(spec, tp).numpy(), np.asarray(jnet.log_prior(spec, jp))
+    np.testing.assert_allclose(pt, pj, rtol=4 * gamma(spec.n_params + 4))
+
 def test_mlp_module_state_dict_matches_layout_and_forward():
     spec = MLPSpec(4, 3, hidden=(6, 5), activation="sigmoid")
     module = tnet.MLP(spec)

@@ -9,6 +9,7 @@ function serves a single network and a stack of them. Mirrors
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import jax
@@ -112,13 +113,10 @@ def log_prior(spec: MLPSpec, params: Mapping[str, jax.Array]) -> jax.Array:
     precision all come from this one function.
     """
     scale = spec.prior_scale
-    total = 0.0
+    total = jnp.zeros(())
     for key, shape in spec.param_shapes().items():
         value = params[key]
         axes = tuple(range(value.ndim - len(shape), value.ndim))
-        size = 1
-        for n in shape:
-            size *= n
         total = total + (-0.5 * jnp.sum(jnp.square(value / scale), axis=axes)
-                         - size * (jnp.log(scale) + 0.5 * jnp.log(2 * jnp.pi)))
+                         - math.prod(shape) * (math.log(scale) + 0.5 * math.log(2 * math.pi)))
     return total

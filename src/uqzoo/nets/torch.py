@@ -8,7 +8,8 @@ broadcast, so the same code serves a single network and a stack of them.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -19,6 +20,9 @@ __all__ = [
     "MLP",
     "forward_logits",
     "linearized_logits",
+    "log_likelihood",
+    "log_likelihood_terms",
+    "log_prior",
     "logits_to_proba",
     "predict_proba",
     "to_tensors",
@@ -33,7 +37,8 @@ def to_tensors(params: Mapping, dtype=torch.float32) -> dict[str, torch.Tensor]:
 
 
 def forward_logits(spec: MLPSpec, params: Mapping[str, torch.Tensor],
-                   X: torch.Tensor) -> torch.Tensor:
+                   X: torch.Tensor, *,
+                   hidden_masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
     """Logits of the network.
 
     Parameters
@@ -41,7 +46,10 @@ def forward_logits(spec: MLPSpec, params: Mapping[str, torch.Tensor],
     spec : MLPSpec
     params : dict of tensors
         One parameter set, or draws with leading axes ``B`` (e.g. (S,)).
-    X : tensor of shape (N, D)
+    X : tensor of shape (N, D), or (*B, N, D)
+    hidden_masks : sequence of tensors, optional
+        One multiplier per hidden layer, broadcastable to (*B, N, h_i), applied
+        to that layer's output (dropout: 0 or 1/(1 - p)).
 
     Returns
     -------
@@ -56,7 +64,41 @@ def forward_logits(spec: MLPSpec, params: Mapping[str, torch.Tensor],
         h = torch.matmul(h, weight.transpose(-1, -2)) + bias.unsqueeze(-2)
         if i < last:
             h = act(h)
+            if hidden_masks is not None:
+                h = h * hidden_masks[i]
     return h
+
+
+def log_likelihood_terms(spec: MLPSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """log p(y_i | x_i, θ) of each row, shape (*B, N): Bernoulli (one logit) or categorical.
+
+    ``y`` holds integer labels in 0..K-1, shape (N,) or (*B, N).
+    """
+    if spec.n_classes == 2:
+        z = logits[..., 0]
+        # log σ(z) for y = 1 and log σ(-z) for y = 0, written stably.
+        return -torch.nn.functional.softplus(torch.where(y == 1, -z, z))
+    logp = torch.log_softmax(logits, dim=-1)
+    index = y.expand(logp.shape[:-1]).unsqueeze(-1)
+    return logp.gather(-1, index)[..., 0]
+
+
+def log_likelihood(spec: MLPSpec, params: Mapping[str, torch.Tensor], X: torch.Tensor,
+                   y: torch.Tensor) -> torch.Tensor:
+    """Summed log-likelihood of labels y (N,) in 0..K-1, shape (*B,)."""
+    return log_likelihood_terms(spec, forward_logits(spec, params, X), y).sum(-1)
+
+
+def log_prior(spec: MLPSpec, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """log density of N(0, prior_scale²) on every weight and bias, shape (*B,)."""
+    scale = spec.prior_scale
+    total = torch.zeros(())
+    for key, shape in spec.param_shapes().items():
+        value = params[key]
+        dims = tuple(range(value.dim() - len(shape), value.dim()))
+        total = total + (-0.5 * (value / scale).square().sum(dim=dims)
+                         - math.prod(shape) * (math.log(scale) + 0.5 * math.log(2 * math.pi)))
+    return total
 
 
 def logits_to_proba(spec: MLPSpec, logits: torch.Tensor) -> torch.Tensor:
