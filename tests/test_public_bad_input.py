@@ -4,7 +4,8 @@ Each test replaces one argument of a valid call by a value drawn from a pool
 of junk (wrong types, wrong shapes, NaN/inf, empty arrays, out-of-range
 numbers, ragged lists, foreign or truncated files). The call must either
 raise one of uqzoo's errors -- ``InvalidInputError`` (a ``ValueError``),
-``InvalidTypeError`` (a ``TypeError``) or ``FileFormatError`` -- whose message
+``InvalidTypeError`` (a ``TypeError``), ``FileFormatError`` or, for paths
+that cannot be written, ``OutputPathError`` (an ``OSError``) -- whose message
 is a sentence, not an empty string, or succeed with finite numbers (the
 drawn value happened to be valid). A raw numpy/torch/JAX/xarray exception, or
 a NaN in a result, fails the test.
@@ -25,9 +26,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import uqzoo as uz
-from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
+from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, OutputPathError
 
-UQZOO_ERRORS = (InvalidInputError, InvalidTypeError, FileFormatError)
+UQZOO_ERRORS = (InvalidInputError, InvalidTypeError, FileFormatError, OutputPathError)
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 

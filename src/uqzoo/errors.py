@@ -13,6 +13,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "FileFormatError",
+    "OutputPathError",
     "ConvergenceWarning",
     "DataWarning",
 ]
@@ -32,6 +33,24 @@ class InvalidTypeError(UqzooError, TypeError):
 
 class FileFormatError(UqzooError, ValueError):
     """A file is unreadable, truncated, or not the kind of file expected."""
+
+
+class OutputPathError(UqzooError, OSError):
+    """A file or folder cannot be written where asked.
+
+    Raised before any work when an output path is unusable (its folder is
+    missing or not writable, a directory stands where a file is meant, the
+    name is too long for the filesystem, the existing file is read-only or
+    not a regular file), and when a write fails on the way (full disk,
+    read-only filesystem, quota). It subclasses ``OSError``, the built-in a
+    Python user catches for file-system trouble; ``errno`` and ``filename``
+    are set when the operating system reported the failure.
+    """
+
+    def __str__(self) -> str:
+        # OSError's own __str__ shows "[Errno N] strerror: filename" once errno
+        # is set, which would hide the sentence that names the path and the fix.
+        return str(self.args[0]) if self.args else ""
 
 
 class ConvergenceWarning(UserWarning):
