@@ -101,20 +101,140 @@ def test_pyro_backend_matches_quadrature(logistic):
     assert_matches_reference(post, mean_ref, sd_ref)
 
 
-def test_chain_methods_give_the_same_draws(logistic):
+def mean_and_standard_error(theta_by_chain):
+    """Posterior mean of each column of (chains, draws, P) draws and its MC standard error.
+
+    The standard error is sd/√ESS with NumPyro's (Geyer) ESS, the one for a
+    mean (ArviZ's bulk ESS is for ranks).
+    """
+    from numpyro.diagnostics import effective_sample_size
+
+    theta_by_chain = np.asarray(theta_by_chain, dtype=np.float64)
+    ess = effective_sample_size(theta_by_chain)
+    flat = theta_by_chain.reshape(-1, theta_by_chain.shape[-1])
+    return flat.mean(0), flat.std(0) / np.sqrt(ess)
+
+
+def assert_same_posterior_mean(theta_a, theta_b, comparisons=1):
+    """Two samplers' (chains, draws, P) draws agree in mean within MC error.
+
+    |mean_a - mean_b| < k·√(se_a² + se_b²) per parameter, k = 4 for a single
+    comparison of 3 parameters: a two-sided false-alarm rate of 6.3e-5 per
+    parameter, ≤ 1.9e-4 for the family (Bonferroni). With more comparisons
+    in one test k grows so that the family-wise rate stays ≤ 2e-4.
+    """
+    n_tests = theta_a.shape[-1] * comparisons
+    k = stats.norm.isf(2e-4 / n_tests / 2)
+    mean_a, se_a = mean_and_standard_error(theta_a)
+    mean_b, se_b = mean_and_standard_error(theta_b)
+    bound = k * np.sqrt(se_a**2 + se_b**2)
+    assert np.all(np.abs(mean_a - mean_b) < bound), (mean_a, mean_b, bound)
+
+
+def by_chain(post):
+    chains, draws = post.sample_shape
+    return as_vector(post).reshape(chains, draws, -1)
+
+
+def test_draws_match_numpyro_mcmc_within_monte_carlo_error(logistic):
+    """uqzoo's driver and ``numpyro.infer.MCMC(NUTS(model))``: same posterior.
+
+    Same model (uqzoo's), same settings, same seed as key; the chains differ
+    (each derives its key and start its own way), so the posterior means are
+    compared within their Monte Carlo error.
+    """
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
     data, spec, _ = logistic
-    kwargs = dict(num_warmup=30, num_samples=20, num_chains=3, progress_bar=False)
+    settings = dict(num_warmup=300, num_samples=1000, num_chains=2)
+    post = uz.fit("hmc", spec, data, seed=3, progress_bar=False, **settings)
+    mcmc = MCMC(NUTS(hmc._numpyro_model(spec, hierarchical=False)), chain_method="sequential",
+                progress_bar=False, **settings)
+    mcmc.run(jax.random.key(3), data.X_train.astype(np.float32), data.y_train.astype(np.int32))
+    samples = mcmc.get_samples(group_by_chain=True)
+    reference = np.concatenate([np.asarray(samples["layers.0.weight"])[:, :, 0, :],
+                                np.asarray(samples["layers.0.bias"])], axis=-1)
+    assert_same_posterior_mean(by_chain(post), reference)
+
+
+def test_driver_runs_the_chain_numpyro_mcmc_runs_from_the_same_state(logistic):
+    """Segment-wise driving changes nothing: from uqzoo's starting state and
+    key, ``MCMC`` runs the same chain, warm-up adaptation included.
+
+    ``post_warmup_state`` makes ``MCMC.run`` start from a given state; this one
+    has iteration counter 0, so NumPyro's own kernel adapts for ``num_warmup``
+    iterations exactly as in a plain run. The two are different compiled
+    programs: on the machines we tried they agree bit for bit, but XLA may
+    fuse the loop bodies differently elsewhere, so the test allows float32
+    rounding (1e-7 relative per operation) grown over 200 iterations of a
+    stable, log-concave target -- rtol 1e-4 is ~1000× that. A rounding error
+    could flip a discrete NUTS decision only when a uniform draw falls within
+    ~1e-7 of its threshold, a chance of ~1e-4 over the whole run.
+    """
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    data, spec, _ = logistic
+    cfg = hmc.Config(num_warmup=120, num_samples=80, num_chains=1)
+    with warnings.catch_warnings():
+        # One short chain: its R-hat is not the point here.
+        warnings.simplefilter("ignore", uz.ConvergenceWarning)
+        post = uz.fit("hmc", spec, data, seed=7, progress_bar=False,
+                      num_warmup=cfg.num_warmup, num_samples=cfg.num_samples,
+                      num_chains=cfg.num_chains)
+    ((z0, key_data),) = hmc._chain_starts(spec, cfg, seed=7)
+    program = hmc._numpyro_program(spec, cfg.hierarchical, cfg.num_warmup, cfg.target_accept,
+                                   cfg.max_tree_depth, cfg.dense_mass, cfg.float64, False)
+    X, y = data.X_train.astype(np.float32), data.y_train.astype(np.int32)
+    start = program.init(z0, jax.random.wrap_key_data(key_data), X, y)
+    # NUTS's defaults (target 0.8, depth 10, diagonal mass): uqzoo's defaults
+    # must equal them, or the adaptation would differ.
+    mcmc = MCMC(NUTS(hmc._numpyro_model(spec, hierarchical=False)), num_warmup=cfg.num_warmup,
+                num_samples=cfg.num_warmup + cfg.num_samples, progress_bar=False)
+    mcmc.post_warmup_state = start
+    mcmc.run(start.rng_key, X, y)
+    samples = mcmc.get_samples()
+    for key in spec.param_shapes():
+        np.testing.assert_allclose(post.draws[key], np.asarray(samples[key])[cfg.num_warmup:],
+                                   rtol=1e-4, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.parametrize("chain_method", hmc.CHAIN_METHODS)
+def test_same_seed_and_chain_method_give_identical_draws(logistic, chain_method):
+    """The promise that holds: same seed, settings and machine, same bits."""
+    data, spec, _ = logistic
+    kwargs = dict(num_warmup=30, num_samples=20, num_chains=3, chain_method=chain_method,
+                  progress_bar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
-        parallel = uz.fit("hmc", spec, data, seed=5, chain_method="parallel", **kwargs)
-        sequential = uz.fit("hmc", spec, data, seed=5, chain_method="sequential", **kwargs)
-        vectorized = uz.fit("hmc", spec, data, seed=5, chain_method="vectorized", **kwargs)
+        first = uz.fit("hmc", spec, data, seed=5, **kwargs)
+        second = uz.fit("hmc", spec, data, seed=5, **kwargs)
     for key in spec.param_shapes():
-        np.testing.assert_array_equal(parallel.draws[key], sequential.draws[key])
-    # vmap reorders float operations, and Hamiltonian dynamics amplify the
-    # rounding differences: vectorized chains are equally valid, not identical.
-    assert vectorized.sample_shape == (3, 20)
-    assert all(np.all(np.isfinite(v)) for v in vectorized.draws.values())
+        np.testing.assert_array_equal(first.draws[key], second.draws[key])
+    for name, values in first.sample_stats.items():
+        np.testing.assert_array_equal(values, second.sample_stats[name], err_msg=name)
+
+
+def test_chain_methods_sample_the_same_posterior(logistic):
+    """Parallel, sequential and vectorized chains: the same posterior.
+
+    Not the same bits: on the machine we test on "parallel" and "sequential"
+    run each chain through the same compiled program and agree exactly, but
+    another CPU or thread schedule may round differently, and ``vmap``
+    reorders float operations anyway; Hamiltonian dynamics amplify any
+    rounding difference. So means are compared within Monte Carlo error.
+    """
+    data, spec, _ = logistic
+    kwargs = dict(num_warmup=200, num_samples=500, num_chains=3, progress_bar=False)
+    fits = {method: uz.fit("hmc", spec, data, seed=5, chain_method=method, **kwargs)
+            for method in hmc.CHAIN_METHODS}
+    for post in fits.values():
+        assert post.converged, post.warnings
+        assert post.sample_shape == (3, 500)
+    reference = by_chain(fits["parallel"])
+    for method in ("sequential", "vectorized"):
+        assert_same_posterior_mean(reference, by_chain(fits[method]), comparisons=2)
 
 
 def test_diagnostics_and_sample_stats(logistic):

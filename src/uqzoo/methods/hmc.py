@@ -15,8 +15,13 @@ NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
 - chains run in parallel threads (XLA releases the GIL while it computes),
   which needs no ``XLA_FLAGS=--xla_force_host_platform_device_count`` set
   before JAX starts -- something a library cannot do safely on its user's
-  behalf -- and gives the same draws as running the chains one after another;
+  behalf; each chain runs the same compiled program as it would one after
+  another;
 - sampling runs in short compiled segments, so a progress bar costs nothing.
+  The kernel is NumPyro's own, adaptation included: from the same starting
+  state and key the chain equals ``numpyro.infer.MCMC``'s (tested), and the
+  defaults (target 0.8, tree depth 10, diagonal mass, U(-2, 2) start) are
+  NumPyro's.
 
 ``backend="pyro"`` runs the same model with Pyro's NUTS (chains one after
 another; ``jit_compile`` traces the potential with the PyTorch JIT). Pyro draws
@@ -49,7 +54,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
 import threading
 import time
 import warnings
@@ -62,12 +66,20 @@ from uqzoo import predictive as engine
 from uqzoo._validation import _show
 from uqzoo.errors import ConvergenceWarning, InvalidTypeError
 from uqzoo.methods import _diagnostics
-from uqzoo.methods._config import (check_chain_sizes, check_choice, check_draws, check_float,
-                                   check_int, check_iterations, check_members, config_dict)
+from uqzoo.methods._config import (
+    check_chain_sizes,
+    check_choice,
+    check_draws,
+    check_float,
+    check_int,
+    check_iterations,
+    check_members,
+    config_dict,
+)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
-__all__ = ["Config", "fit", "BACKENDS", "CHAIN_METHODS", "INITS"]
+__all__ = ["BACKENDS", "CHAIN_METHODS", "INITS", "Config", "fit"]
 
 BACKENDS = ("numpyro", "pyro")
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")
@@ -126,10 +138,13 @@ class Config:
         NumPyro only. ``"parallel"`` runs chains in threads, as many at a
         time as there are cores; ``"sequential"`` one after another;
         ``"vectorized"`` all in one ``vmap``-ed program (each iteration lasts
-        as long as the slowest chain's tree). "parallel" and "sequential" give
-        bit-identical draws; "vectorized" starts identically, but ``vmap``
-        reorders float operations and the chaotic Hamiltonian dynamics
-        amplify the rounding, so its chains are equally valid, not identical.
+        as long as the slowest chain's tree). The same seed, settings and
+        ``chain_method`` give bit-identical draws on the same machine. Across
+        chain methods the chains start identically and sample the same
+        posterior, but are not promised to be identical: "parallel" and
+        "sequential" agree exactly where XLA rounds alike in every thread,
+        ``vmap`` reorders float operations, and the chaotic Hamiltonian
+        dynamics amplify any rounding difference.
     jit_compile : bool
         Pyro only: trace the potential energy with the PyTorch JIT.
     num_diagnostic_points : int
@@ -265,18 +280,25 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
 
 class _Program(NamedTuple):
     init: Any        # (z0, key, X, y) -> HMCState
-    warmup: Any      # (state, n, X, y) -> (state, divergences)
-    sample: Any      # (state, n, X, y, *, thinning) -> (state, buffers)
+    segment: Any     # (state, n, X, y, *, thinning) -> (state, buffers)
 
 
 @functools.lru_cache(maxsize=16)
 def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_accept: float,
                      max_tree_depth: int, dense_mass: bool, float64: bool,
                      vectorized: bool) -> _Program:
-    """Jitted init / warm-up / sampling functions for one model and sampler setting.
+    """Jitted init and segment functions for one model and sampler setting.
 
     NumPyro's ``hmc()`` keeps the sampler settings in closure variables set by
     ``init_kernel``; caching the pair per setting keeps them consistent.
+
+    Warm-up and sampling run the same ``segment`` program: NumPyro's kernel
+    itself switches adaptation off once the state's iteration counter reaches
+    ``num_warmup``, so one compiled NUTS kernel serves both phases (a separate
+    warm-up program cost a second compilation of the whole tree builder, ~3 s
+    of a ~100 s fit of the 50-10-10-1 benchmark network). Driven this way the
+    chain is bit-identical to ``numpyro.infer.MCMC`` started from the same
+    state (``tests/methods/test_hmc.py``).
     """
     import jax
     import jax.numpy as jnp
@@ -297,45 +319,40 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
                            target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
                            model_args=(X, y), rng_key=key)
 
-    def warmup(state, n, X, y):
-        def body(_, carry):
-            s, divergences = carry
-            s = sample_kernel(s, model_args=(X, y))
-            return s, divergences + s.diverging.astype(jnp.int32)
-        return lax.fori_loop(0, n, body, (state, jnp.zeros((), jnp.int32)))
-
-    def sample(state, n, X, y, thinning):
-        def record(s, diverging):
+    def segment(state, n, X, y, thinning):
+        """Run n kept iterations (n ≤ _SEGMENT), each the last of ``thinning``."""
+        def record(s, diverging, leapfrog):
             return {"z": s.z, "diverging": diverging, "acceptance_rate": s.accept_prob,
                     "n_steps": s.num_steps, "step_size": s.adapt_state.step_size,
-                    "energy": s.energy, "lp": -s.potential_energy}
+                    "energy": s.energy, "lp": -s.potential_energy, "leapfrog": leapfrog}
 
         def thinned(_, carry):
-            s, diverging = carry
+            s, diverging, leapfrog = carry
             s = sample_kernel(s, model_args=(X, y))
-            return s, diverging | s.diverging
+            return s, diverging | s.diverging, leapfrog + s.num_steps
 
-        probe = record(state, jnp.zeros((), bool))
+        # Leapfrog counts take num_steps' integer type (int64 under x64).
+        no_steps = jnp.zeros_like(state.num_steps)
+        probe = record(state, jnp.zeros((), bool), no_steps)
         buffers = jax.tree.map(lambda a: jnp.zeros((_SEGMENT,) + jnp.shape(a),
                                                    jnp.result_type(a)), probe)
 
         def body(i, carry):
             s, buf = carry
-            s, diverging = lax.fori_loop(0, thinning, thinned, (s, jnp.zeros((), bool)))
-            buf = jax.tree.map(lambda b, v: b.at[i].set(v), buf, record(s, diverging))
+            s, diverging, leapfrog = lax.fori_loop(
+                0, thinning, thinned, (s, jnp.zeros((), bool), no_steps))
+            buf = jax.tree.map(lambda b, v: b.at[i].set(v), buf, record(s, diverging, leapfrog))
             return s, buf
         return lax.fori_loop(0, n, body, (state, buffers))
 
     if vectorized:
         init = jax.vmap(init, in_axes=(0, 0, None, None))
-        warmup = jax.vmap(warmup, in_axes=(0, None, None, None))
-        sample_one = sample
+        segment_one = segment
 
-        def sample(state, n, X, y, thinning):
-            return jax.vmap(functools.partial(sample_one, thinning=thinning),
+        def segment(state, n, X, y, thinning):
+            return jax.vmap(functools.partial(segment_one, thinning=thinning),
                             in_axes=(0, None, None, None))(state, n, X, y)
-    return _Program(jax.jit(init), jax.jit(warmup),
-                    jax.jit(sample, static_argnames=("thinning",)))
+    return _Program(jax.jit(init), jax.jit(segment, static_argnames=("thinning",)))
 
 
 class _Progress:
@@ -362,6 +379,22 @@ def _chunks(total: int) -> list[int]:
     return [min(_SEGMENT, total - start) for start in range(0, total, _SEGMENT)]
 
 
+def _chain_starts(spec: MLPSpec, cfg: Config, seed: int
+                  ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
+    """Each chain's starting point (unconstrained) and NUTS key data (uint32 (2,)).
+
+    Each chain's key and starting point derive from its own child seed, so a
+    chain's draws do not depend on how many chains run or how.
+    """
+    float_dtype = np.float64 if cfg.float64 else np.float32
+    starts = []
+    for child in np.random.SeedSequence(seed).spawn(cfg.num_chains):
+        key_data = np.random.default_rng(child).integers(0, 2**32, size=2, dtype=np.uint32)
+        z0 = _initial_values(spec, cfg, np.random.default_rng(child.spawn(1)[0]), float_dtype)
+        starts.append((z0, key_data))
+    return starts
+
+
 def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
                  progress: _Progress) -> tuple[dict, dict, dict]:
     import jax
@@ -370,63 +403,74 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
     vectorized = cfg.chain_method == "vectorized"
     program = _numpyro_program(spec, cfg.hierarchical, cfg.num_warmup, cfg.target_accept,
                                cfg.max_tree_depth, cfg.dense_mass, cfg.float64, vectorized)
-    chain_seeds = np.random.SeedSequence(seed).spawn(cfg.num_chains)
-    # Each chain's NUTS key and starting point derive from its own child seed,
-    # so a chain's draws do not depend on how many chains run or how.
-    keys = [np.random.default_rng(s).integers(0, 2**32, size=2, dtype=np.uint32)
-            for s in chain_seeds]
-    inits = [_initial_values(spec, cfg, np.random.default_rng(s.spawn(1)[0]), float_dtype)
-             for s in chain_seeds]
+    inits, keys = zip(*_chain_starts(spec, cfg, seed))
     X = X.astype(float_dtype)
     y = y.astype(np.int32)
-    timings = {"warmup": 0.0, "sampling": 0.0}
 
     def run(z0, key_data):
-        """Run chains (one, or a vmapped batch) through warm-up and sampling."""
+        """Run chains (one, or a vmapped batch) through warm-up and sampling.
+
+        Returns the kept iterations' records (leading axes: (chains,) draws,
+        or draws alone), per-chain counts of warm-up divergences and of
+        leapfrog steps in warm-up and sampling, and the two phases' seconds.
+        """
+        counts = {"divergent_warmup": 0, "leapfrog_steps_warmup": 0,
+                  "leapfrog_steps_sampling": 0}
+        per_chain = len(key_data) if vectorized else 1
+
+        def collect(buf, n):
+            take = (slice(None), slice(0, n)) if vectorized else slice(0, n)
+            return jax.tree.map(lambda b: np.asarray(b)[take], buf)
+
         with jax.enable_x64(cfg.float64):
             key = jax.random.wrap_key_data(key_data)
             t0 = time.perf_counter()
             state = program.init(z0, key, X, y)
-            warm_divergences = 0
             for n in _chunks(cfg.num_warmup):
-                state, d = program.warmup(state, n, X, y)
-                warm_divergences += np.asarray(d)
-                progress(n * (len(key_data) if vectorized else 1))
+                state, buf = program.segment(state, n, X, y, thinning=1)
+                warm = collect(buf, n)
+                counts["divergent_warmup"] += warm["diverging"].sum(axis=-1, dtype=np.int64)
+                counts["leapfrog_steps_warmup"] += warm["leapfrog"].sum(axis=-1, dtype=np.int64)
+                progress(n * per_chain)
             t1 = time.perf_counter()
             pieces = []
             for n in _chunks(cfg.num_samples):
-                state, buf = program.sample(state, n, X, y, thinning=cfg.thinning)
-                take = (slice(None), slice(0, n)) if vectorized else slice(0, n)
-                pieces.append(jax.tree.map(lambda b: np.asarray(b)[take], buf))
-                progress(n * cfg.thinning * (len(key_data) if vectorized else 1))
+                state, buf = program.segment(state, n, X, y, thinning=cfg.thinning)
+                pieces.append(collect(buf, n))
+                progress(n * cfg.thinning * per_chain)
             t2 = time.perf_counter()
         axis = 1 if vectorized else 0
         out = jax.tree.map(lambda *p: np.concatenate(p, axis=axis), *pieces)
-        return out, warm_divergences, (t1 - t0, t2 - t1)
+        counts["leapfrog_steps_sampling"] = out.pop("leapfrog").sum(axis=-1, dtype=np.int64)
+        return out, counts, (t1 - t0, t2 - t1)
 
     if vectorized:
         z0 = {k: np.stack([z[k] for z in inits]) for k in inits[0]}
-        out, warm_div, (tw, ts) = run(z0, np.stack(keys))
-        warm_div = np.broadcast_to(np.asarray(warm_div), (cfg.num_chains,))
-        results = [(jax.tree.map(lambda a, c=c: a[c], out), warm_div[c], (tw, ts))
-                   for c in range(cfg.num_chains)]
+        out, counts, seconds = run(z0, np.stack(keys))
+        counts = {k: np.broadcast_to(np.asarray(v), (cfg.num_chains,))
+                  for k, v in counts.items()}
+        results = [(jax.tree.map(lambda a, c=c: a[c], out), {k: v[c] for k, v in counts.items()},
+                    seconds) for c in range(cfg.num_chains)]
     elif cfg.chain_method == "parallel" and cfg.num_chains > 1:
-        workers = min(cfg.num_chains, os.cpu_count() or 1)
+        workers = min(cfg.num_chains, engine.default_workers())
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="uqzoo-nuts") as pool:
             results = list(pool.map(run, inits, keys))
     else:
         results = [run(z0, k) for z0, k in zip(inits, keys)]
 
     stacked = jax.tree.map(lambda *a: np.stack(a), *[r[0] for r in results])
-    timings["warmup"] = float(max(r[2][0] for r in results))
-    timings["sampling"] = float(max(r[2][1] for r in results))
     z = stacked.pop("z")
     stats = stacked
     stats["n_steps"] = stats["n_steps"].astype(np.int64)
     stats["tree_depth"] = np.ceil(np.log2(stats["n_steps"] + 1)).astype(np.int64)
     stats["diverging"] = stats["diverging"].astype(bool)
-    extra = {"num_divergent_warmup": int(sum(int(r[1]) for r in results))}
-    return z, stats, {**extra, **{f"{k}_seconds": v for k, v in timings.items()}}
+    # Counts are totals over chains; leapfrog steps are gradient evaluations,
+    # the sampler's cost independent of the machine.
+    extra: dict[str, Any] = {f"num_{k}" if k.startswith("divergent") else k:
+                             int(sum(int(r[1][k]) for r in results)) for k in results[0][1]}
+    extra["warmup_seconds"] = float(max(r[2][0] for r in results))
+    extra["sampling_seconds"] = float(max(r[2][1] for r in results))
+    return z, stats, extra
 
 
 # -- Pyro -------------------------------------------------------------------------------
@@ -540,7 +584,9 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
         (see the module docstring); ``diagnostics`` with R-hat / ESS arrays
         (``rhat_predictive`` of shape (num_diagnostic_points, K'), K' = 1 for
         two classes, else K; ``rhat_layer_norm`` of shape (n_layers,); ...),
-        divergence counts and timings.
+        divergence counts, timings and, for NumPyro, the leapfrog steps
+        (gradient evaluations) of warm-up and sampling summed over chains
+        (``leapfrog_steps_warmup``, ``leapfrog_steps_sampling``).
 
     Warns
     -----
