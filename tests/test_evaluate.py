@@ -47,7 +47,8 @@ class StandInPosterior:
         from uqzoo.metrics.uncertainty import entropy_of
         self.calls += 1
         d = self._draws[:, X[:, 0].astype(int)]
-        lo, hi = credible_interval(d, levels)
+        ci = credible_interval(d, levels)
+        lo, hi = ci.lower, ci.upper
         return PredictiveSummary(mean=d.mean(0), levels=tuple(levels), lower=lo, upper=hi,
                                  expected_entropy=entropy_of(d).mean(0), num_draws=d.shape[0])
 
@@ -69,7 +70,8 @@ def test_draws_path_matches_metric_functions():
     assert report.value("nll") == nll(mean, y)
     assert report.value("aurc", variant="tie-aware trapezoid, max probability") == \
         pytest.approx(aurc(mean, y), abs=1e-15)
-    lo, hi = credible_interval(draws, LEVELS)
+    ci = credible_interval(draws, LEVELS)
+    lo, hi = ci.lower, ci.upper
     cov = coverage(lo, hi, p_true)
     hcs = hcs_summary(high_confidence_set(lo, hi, 0.2), y)
     for i, level in enumerate(LEVELS):

@@ -20,6 +20,11 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 PROBABILITY_SUM_ATOL = 1e-4
 
 
+# The credible levels every summary, evaluation and table uses unless told
+# otherwise: defined once, here beside ``check_levels`` (a light module, so the
+# predictive engine and the evaluator share it without importing each other).
+DEFAULT_LEVELS = (0.5, 0.8, 0.9, 0.95)
+
 def _show(value: object, limit: int = 80) -> str:
     """A short repr of ``value`` for error messages."""
     if isinstance(value, np.ndarray):

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from uqzoo._validation import (
+    DEFAULT_LEVELS,
     _show,
     as_labels,
     as_probabilities,
@@ -46,9 +47,8 @@ from uqzoo.metrics.streaming import (
 )
 from uqzoo.metrics.uncertainty import entropy_of
 
-__all__ = ["EvalReport", "evaluate", "DEFAULT_LEVELS"]
+__all__ = ["DEFAULT_LEVELS", "EvalReport", "evaluate"]
 
-DEFAULT_LEVELS = (0.5, 0.8, 0.9, 0.95)
 # Rows per streamed chunk when the caller gives none: the per-chunk outputs
 # (mean, L bounds) are small; the engine bounds its own S × chunk work memory.
 _DEFAULT_CHUNK = 2**16

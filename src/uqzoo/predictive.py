@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from uqzoo._validation import as_float_matrix, check_int, check_levels
+from uqzoo._validation import DEFAULT_LEVELS, as_float_matrix, check_int, check_levels
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
@@ -41,7 +41,6 @@ __all__ = [
     "summarize",
 ]
 
-DEFAULT_LEVELS = (0.5, 0.8, 0.9, 0.95)
 
 # Work-buffer budget per chunk, in float32 elements: a worker's largest
 # buffer holds S × chunk × K (or, linearised, S × chunk × widest layer)

@@ -45,7 +45,7 @@ def test_coverage_exact_by_exchangeability(level):
     p = rng.beta(a, b, size=(S + 1, N))
     draws = np.stack([1 - p[:S], p[:S]], axis=-1)
     truth = np.stack([1 - p[S], p[S]], axis=-1)
-    lo, hi = credible_interval(draws, level)
+    lo, hi = credible_interval(draws, level).interval(level)
     i = round((1 - level) / 2 * (S - 1))
     j = round((1 + level) / 2 * (S - 1))
     expected = (j - i) / (S + 1)
@@ -62,7 +62,7 @@ def test_coverage_detects_too_narrow_intervals():
     p = rng.beta(2.0, 5.0, size=(S + 1, N))
     draws = np.stack([1 - p[:S], p[:S]], axis=-1)
     truth = np.stack([1 - p[S], p[S]], axis=-1)
-    lo, hi = credible_interval(draws, 0.9)
+    lo, hi = credible_interval(draws, 0.9).interval(0.9)
     mid = (lo + hi) / 2
     res = coverage(mid - (hi - lo) / 4, mid + (hi - lo) / 4, truth)
     se = np.sqrt(0.9 * 0.1 / N)

@@ -76,7 +76,8 @@ def test_bad_side_rejected():
 def test_hcs_shrinks_as_delta_shrinks_and_level_grows(seed, K, d1, d2):
     rng = np.random.default_rng(seed)
     draws = rng.dirichlet(np.full(K, 0.3), size=(50, 40))
-    lo, hi = credible_interval(draws, (0.5, 0.8, 0.95))
+    ci = credible_interval(draws, (0.5, 0.8, 0.95))
+    lo, hi = ci.lower, ci.upper
     small, large = sorted((d1, d2))
     for side in ("both", "negative", "positive"):
         a = high_confidence_set(lo, hi, delta=small, side=side).members

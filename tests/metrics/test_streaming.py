@@ -32,7 +32,8 @@ def make_data(seed, N, K, S=30):
     rng = np.random.default_rng(seed)
     draws = rng.dirichlet(np.full(K, 0.4), size=(S, N))
     mean = draws.mean(0)
-    lo, hi = credible_interval(draws, LEVELS)
+    ci = credible_interval(draws, LEVELS)
+    lo, hi = ci.lower, ci.upper
     p_true = rng.dirichlet(np.full(K, 0.4), size=N)
     y = rng.integers(0, K, N)
     return mean, lo, hi, p_true, y

@@ -23,7 +23,7 @@ from uqzoo.metrics.calibration import (
 )
 from uqzoo.metrics.coverage import CoverageResult, IntervalWidth, coverage, interval_width
 from uqzoo.metrics.hcs import HCSSummary, HighConfidenceSet, hcs_summary, high_confidence_set
-from uqzoo.metrics.intervals import credible_interval
+from uqzoo.metrics.intervals import DEFAULT_LEVELS, CredibleInterval, credible_interval
 from uqzoo.metrics.selective import (
     RiskCoverageCurve,
     accuracy,
@@ -52,12 +52,14 @@ from uqzoo.metrics.uncertainty import (
 )
 
 __all__ = [
+    "DEFAULT_LEVELS",
     "NLL_CLIP",
     "AdaptiveBins",
     "CalibrationAccumulator",
     "CalibrationBins",
     "ClasswiseCalibrationAccumulator",
     "CoverageResult",
+    "CredibleInterval",
     "HCSAccumulator",
     "HCSSummary",
     "HighConfidenceSet",

@@ -2,20 +2,52 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import numbers
 
 import numpy as np
 
-from uqzoo._validation import as_probabilities, check_choice, check_levels
+from uqzoo._validation import DEFAULT_LEVELS, as_probabilities, check_choice, check_levels
+from uqzoo.errors import InvalidInputError
 
-__all__ = ["credible_interval"]
+__all__ = ["DEFAULT_LEVELS", "CredibleInterval", "credible_interval"]
 
 INTERVAL_KINDS = ("equal_tailed", "hdi")
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class CredibleInterval:
+    """Credible intervals of every class probability of every point, at several levels.
+
+    Attributes
+    ----------
+    levels : tuple of float
+        Credible levels, ascending.
+    lower, upper : ndarray of shape (L, N, K), float64
+        Interval bounds; index i belongs to ``levels[i]``.
+    kind : {"equal_tailed", "hdi"}
+    """
+
+    levels: tuple[float, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    kind: str
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bounds, each (N, K), at one of ``levels``."""
+        matches = [i for i, lv in enumerate(self.levels) if math.isclose(lv, level)]
+        if not matches:
+            raise InvalidInputError(
+                f"level {level} was not computed; available levels: {self.levels}")
+        return self.lower[matches[0]], self.upper[matches[0]]
+
+    @property
+    def width(self) -> np.ndarray:
+        """upper - lower, shape (L, N, K)."""
+        return self.upper - self.lower
+
 
 def credible_interval(draws: object, level: object = 0.8, kind: str = "equal_tailed"
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      ) -> CredibleInterval:
     """Credible interval of every class probability of every point.
 
     Parameters
@@ -23,8 +55,7 @@ def credible_interval(draws: object, level: object = 0.8, kind: str = "equal_tai
     draws : array of shape (S, N, K)
         Posterior predictive probability draws; rows sum to one.
     level : float or sequence of float in (0, 1)
-        Credible level(s). A sequence is computed in one pass and returned in
-        ascending order.
+        Credible level(s), all computed in one pass, stored in ascending order.
     kind : {"equal_tailed", "hdi"}
         ``"equal_tailed"``: [Q((1 - L)/2), Q((1 + L)/2)] over the S draws with
         ``np.quantile``'s default ("linear") interpolation -- the definition
@@ -34,23 +65,28 @@ def credible_interval(draws: object, level: object = 0.8, kind: str = "equal_tai
 
     Returns
     -------
-    lower, upper : ndarray of shape (N, K) for a scalar level, (L, N, K) for a sequence
+    CredibleInterval
+        ``lower`` and ``upper`` of shape (L, N, K) whether ``level`` is one
+        number or several (L = 1 for one); ``.interval(level)`` gives one
+        level's (N, K) bounds.
 
     Examples
     --------
     >>> import numpy as np, uqzoo as uz
     >>> p = np.random.default_rng(0).beta(2, 5, size=(1000, 3, 1))
     >>> draws = np.concatenate([1 - p, p], axis=-1)
-    >>> lower, upper = uz.metrics.credible_interval(draws, (0.8, 0.95))
+    >>> ci = uz.metrics.credible_interval(draws, (0.8, 0.95))
+    >>> ci.lower.shape, ci.levels
+    ((2, 3, 2), (0.8, 0.95))
+    >>> lower, upper = ci.interval(0.95)
     >>> lower.shape
-    (2, 3, 2)
+    (3, 2)
 
     References
     ----------
     Hyndman, R. J. (1996). Computing and graphing highest density regions.
     The American Statistician 50(2).
     """
-    scalar = isinstance(level, numbers.Real) and not isinstance(level, bool)
     levels = check_levels(level, "level")
     kind = check_choice(kind, "kind", INTERVAL_KINDS)
     arr = as_probabilities(draws, "draws", ndim=3)
@@ -60,11 +96,8 @@ def credible_interval(draws: object, level: object = 0.8, kind: str = "equal_tai
         lower, upper = bounds[0::2], bounds[1::2]
     else:
         lower, upper = _hdi(arr, levels)
-    lower = lower.astype(np.float64, copy=False)
-    upper = upper.astype(np.float64, copy=False)
-    if scalar:
-        return lower[0], upper[0]
-    return lower, upper
+    return CredibleInterval(levels=levels, lower=lower.astype(np.float64, copy=False),
+                            upper=upper.astype(np.float64, copy=False), kind=kind)
 
 
 def _hdi(arr: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
