@@ -1,11 +1,18 @@
 """The command line and ``uz.compare``: the README's main job, end to end on small data."""
 
+import importlib
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import uqzoo as uz
+from uqzoo import cli, io
 from uqzoo.cli import main
+
+# the module, not the function uz.compare of the same name
+compare_module = importlib.import_module("uqzoo.compare")
 
 SMALL_DATA = ["--data-option", "n_train=200", "--data-option", "n_test=300"]
 FAST = ["--set", "ensemble.num_members=3", "--set", "ensemble.num_epochs=100",
@@ -78,3 +85,171 @@ def test_compare_function_validates_and_returns_one_row_per_method():
     row = result.table.loc["ensemble"]
     assert 0 <= row["coverage@0.8"] <= row["coverage@0.95"] <= 1
     assert np.isfinite(row["fit_seconds"]) and row["fit_seconds"] > 0
+
+
+
+def test_compare_function_takes_one_name_and_refuses_none():
+    data = uz.datasets.load("sim-teacher", n_train=200, n_test=200, seed=1)
+    with pytest.raises(uz.InvalidInputError, match="methods must name at least one method"):
+        uz.compare(data, [])
+    with pytest.raises(uz.InvalidTypeError, match="methods must be a method name or a list"):
+        uz.compare(data, 3)
+    with pytest.raises(uz.InvalidInputError, match="method must be one of"):
+        uz.compare(data, "nope")
+    result = uz.compare(data, "ensemble", configs={"ensemble": {"num_members": 2,
+                                                                "num_epochs": 50}},
+                        progress_bar=False)
+    assert list(result.table.index) == ["ensemble"]
+
+
+# -- outputs are checked before any work, and written whole -------------------------------
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the work started although --out is unusable")
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fitting, comparing and loading fail the test: --out must be refused first."""
+    monkeypatch.setattr(uz.methods, "fit", _must_not_run)
+    monkeypatch.setattr(compare_module, "compare", _must_not_run)
+    monkeypatch.setattr(io, "load_posterior", _must_not_run)
+
+
+def _one_line_error(capsys, *needles):
+    err = capsys.readouterr().err
+    assert err.startswith("uqzoo: error:") and all(n in err for n in needles), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def _os_with(**overrides):
+    """``os`` as ``uqzoo.io`` sees it, with some functions replaced."""
+    namespace = {name: staticmethod(fn) for name, fn in overrides.items()}
+    namespace["__getattr__"] = lambda self, name: getattr(os, name)
+    return type("Os", (), namespace)()
+
+
+class _ReadOnlyFs:
+    f_flag = os.ST_RDONLY
+
+
+def _unusable_file(tmp_path, case, monkeypatch):
+    """A file path that --out cannot be, and the words its error must contain."""
+    if case == "missing folder":
+        return tmp_path / "nowhere" / "post.nc", "folder", "does not exist"
+    if case == "directory":
+        return tmp_path, "is a directory"
+    if case == "read-only file system":
+        monkeypatch.setattr(io, "os", _os_with(statvfs=lambda path: _ReadOnlyFs()))
+        return tmp_path / "post.nc", "read-only file system"
+    if case == "folder without write permission":
+        # os.access rather than chmod: root may write into a 0o555 folder anyway
+        monkeypatch.setattr(io, "os", _os_with(access=lambda path, mode: False))
+        return tmp_path / "post.nc", "is not writable"
+    if case == "name too long":
+        return tmp_path / ("p" * 253 + ".nc"), "256 bytes long", "at most 255"
+    if case == "fifo":
+        os.mkfifo(tmp_path / "fifo.nc")
+        return tmp_path / "fifo.nc", "FIFO"
+    if case == "read-only file":
+        path = tmp_path / "post.nc"
+        path.write_bytes(b"precious")
+        path.chmod(0o444)
+        return path, "read-only (mode 0444)"
+    raise ValueError(case)
+
+
+FILE_CASES = ["missing folder", "directory", "read-only file system",
+              "folder without write permission", "name too long", "fifo", "read-only file"]
+
+
+@pytest.mark.parametrize("case", FILE_CASES)
+def test_fit_checks_out_before_fitting(tmp_path, capsys, monkeypatch, no_work, case):
+    out, *needles = _unusable_file(tmp_path, case, monkeypatch)
+    assert main(["fit", "ensemble", "--no-progress", "--out", str(out), *SMALL_DATA]) == 2
+    _one_line_error(capsys, f"--out {str(out)!r}", *needles)
+
+
+@pytest.mark.parametrize("case", FILE_CASES)
+def test_evaluate_checks_out_before_loading(tmp_path, capsys, monkeypatch, no_work, case):
+    out, *needles = _unusable_file(tmp_path, case, monkeypatch)
+    assert main(["evaluate", str(tmp_path / "post.nc"), "--out", str(out)]) == 2
+    _one_line_error(capsys, f"--out {str(out)!r}", *needles)
+
+
+def test_compare_checks_out_before_comparing(tmp_path, capsys, monkeypatch, no_work):
+    file = tmp_path / "table.csv"
+    file.write_text("a file")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "old.csv").write_text("an earlier run")
+    cases = [(file, "is a file; it must name a folder"),
+             (tmp_path / "nowhere" / "results", "does not exist"),
+             (full, "is a folder that is not empty"),
+             (tmp_path / ("r" * 256), "256 bytes long")]
+    for out, needle in cases:
+        assert main(["compare", "--no-progress", "--out", str(out), *SMALL_DATA]) == 2
+        _one_line_error(capsys, f"--out {str(out)!r}", needle)
+    monkeypatch.setattr(io, "os", _os_with(statvfs=lambda path: _ReadOnlyFs()))
+    assert main(["compare", "--no-progress", "--out", str(tmp_path / "new"), *SMALL_DATA]) == 2
+    _one_line_error(capsys, "read-only file system")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "table.csv"]
+
+
+def test_ctrl_c_during_a_fit_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(uz.methods, "fit", interrupted)
+    assert main(["fit", "ensemble", "--no-progress", "--out", str(tmp_path / "p.nc"),
+                 *SMALL_DATA]) == 130
+    assert capsys.readouterr().err == "uqzoo: interrupted\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _fake_comparison():
+    spec = uz.MLPSpec(2, 2, hidden=(3,))
+    post = uz.Posterior(spec=spec, method="ensemble", config={}, seed=0,
+                        draws=spec.init_params(0, num=2))
+    table = pd.DataFrame({"accuracy": [0.5]}, index=pd.Index(["ensemble"], name="method"))
+    return uz.Comparison(table=table, reports={}, posteriors={"ensemble": post})
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
+def test_an_interrupted_or_failed_compare_leaves_nothing_half_written(tmp_path, capsys,
+                                                                      monkeypatch, failure):
+    out = tmp_path / "results"
+    monkeypatch.setattr(compare_module, "compare", lambda *a, **k: _fake_comparison())
+
+    def plots_then_fail(reports, data, folder):
+        (folder / "coverage.png").write_bytes(b"half a picture")
+        raise failure(28, "No space left on device") if failure is OSError else failure()
+
+    monkeypatch.setattr(cli, "_save_plots", plots_then_fail)
+    code = main(["compare", "--methods", "ensemble", "--no-progress", "--out", str(out),
+                 *SMALL_DATA])
+    if failure is KeyboardInterrupt:
+        assert code == 130 and capsys.readouterr().err == "uqzoo: interrupted\n"
+    else:
+        assert code == 2
+        _one_line_error(capsys, f"could not write {str(out)!r}: no space left on the device")
+    assert list(tmp_path.iterdir()) == []          # neither results nor a temporary folder
+
+
+def test_compare_replaces_a_full_folder_only_with_overwrite(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "comparison.csv").write_text("a run with another seed")
+    (out / "hmc.nc").write_text("a method this run does not compare")
+    monkeypatch.setattr(compare_module, "compare", lambda *a, **k: _fake_comparison())
+    monkeypatch.setattr(cli, "_save_plots",
+                        lambda reports, data, folder: (folder / "coverage.png").write_bytes(b"png"))
+    argv = ["compare", "--methods", "ensemble", "--no-progress", "--out", str(out), *SMALL_DATA]
+    assert main(argv) == 2
+    _one_line_error(capsys, "not empty", "--overwrite")
+    assert main([*argv, "--overwrite"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["comparison.csv", "coverage.png",
+                                                    "ensemble.nc"]
+    assert uz.load_posterior(out / "ensemble.nc").method == "ensemble"
+    assert [p.name for p in tmp_path.iterdir()] == ["results"]

@@ -289,7 +289,7 @@ def test_a_read_only_file_is_not_overwritten(fitted, tmp_path):
     fitted["hmc"].save(path)
     os.chmod(path, 0o444)
     before = path.read_bytes()
-    with pytest.raises(OutputPathError, match="read-only .mode 0444."):
+    with pytest.raises(OutputPathError, match=r"read-only \(mode 0444\)"):
         fitted["mfvi"].save(path)
     assert path.read_bytes() == before and stat.S_IMODE(os.stat(path).st_mode) == 0o444
 

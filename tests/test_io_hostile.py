@@ -118,7 +118,7 @@ def test_draws_beyond_the_memory_limit_are_refused_before_reading(saved):
     with h5py.File(saved, "r+") as f:
         for key, shape in SPEC.param_shapes().items():
             del f[f"posterior/{key}"]
-            f["posterior"].create_dataset(key, shape=(1, 2**27) + shape, dtype="f4")
+            f["posterior"].create_dataset(key, shape=(1, 2**27, *shape), dtype="f4")
     _refused(saved, r"more than the 4 GiB a posterior may hold")
 
 

@@ -7,6 +7,13 @@
     uqzoo datasets | uqzoo methods
 
 Bad arguments end with a one-line error and exit status 2, never a traceback.
+Every ``--out`` is checked before any data is loaded or any method fitted (its
+folder exists and is writable, a file is not a folder and a folder not a file,
+the name fits the file system), and written atomically: ``compare --out DIR``
+fills a temporary sibling folder and renames it to DIR at the end, so an
+interrupted or failed run leaves nothing half-written; an existing non-empty DIR
+is replaced only with ``--overwrite``. Ctrl-C ends with one line and exit
+status 130.
 """
 
 from __future__ import annotations
@@ -43,7 +50,8 @@ def _parse_levels(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(t) for t in text.split(","))
     except ValueError:
-        raise UqzooError(f"--levels must be comma-separated numbers in (0, 1), got {text!r}")
+        raise UqzooError(
+            f"--levels must be comma-separated numbers in (0, 1), got {text!r}") from None
 
 
 def _load_data(args):
@@ -56,15 +64,19 @@ def _spec(args, data):
     try:
         hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
     except ValueError:
-        raise UqzooError(f"--hidden must be comma-separated widths like 10,10, got {args.hidden!r}")
+        raise UqzooError(
+            f"--hidden must be comma-separated widths like 10,10, got {args.hidden!r}") from None
     return MLPSpec(data.n_features, data.n_classes, hidden=hidden, activation=args.activation,
                    prior_scale=args.prior_scale, dropout=args.dropout)
 
 
 def _cmd_compare(args) -> int:
-    from uqzoo.compare import QUICK_CONFIGS, compare, format_table
     from uqzoo import methods as registry
+    from uqzoo.compare import QUICK_CONFIGS, compare, format_table
+    from uqzoo.io import check_output_folder, staged_folder
 
+    if args.out:
+        check_output_folder(args.out, overwrite=args.overwrite, what="--out")
     data = _load_data(args)
     names = args.methods.split(",") if args.methods else registry.names()
     configs: dict[str, dict[str, Any]] = {}
@@ -92,13 +104,14 @@ def _cmd_compare(args) -> int:
         if report.converged is False:
             print(f"\nWARNING: {name} did not converge: {'; '.join(report.warnings)}")
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        result.table.to_csv(out / "comparison.csv")
-        for name, post in result.posteriors.items():
-            post.save(out / f"{name}.nc")
-        _save_plots(result.reports, data, out)
-        print(f"\nwrote {out}/comparison.csv, one posterior .nc per method, and plots")
+        # Written into a temporary sibling folder that becomes --out only when
+        # complete: Ctrl-C or a full disk here leaves no half-written results.
+        with staged_folder(args.out, overwrite=args.overwrite, what="--out") as staging:
+            result.table.to_csv(staging / "comparison.csv")
+            for name, post in result.posteriors.items():
+                post.save(staging / f"{name}.nc")
+            _save_plots(result.reports, data, staging)
+        print(f"\nwrote {args.out}: comparison.csv, one posterior .nc per method, and plots")
     return 0
 
 
@@ -120,6 +133,8 @@ def _save_plots(reports, data, out: Path) -> None:
 
 def _cmd_fit(args) -> int:
     from uqzoo import methods as registry
+    from uqzoo.io import check_output_file
+    check_output_file(args.out, what="--out")      # before the fit, not after it
     data = _load_data(args)
     post = registry.fit(args.method, _spec(args, data), data, seed=args.seed,
                         progress_bar=not args.no_progress,
@@ -131,13 +146,16 @@ def _cmd_fit(args) -> int:
 
 def _cmd_evaluate(args) -> int:
     from uqzoo.evaluate import evaluate
-    from uqzoo.io import load_posterior
+    from uqzoo.io import check_output_file, load_posterior, write_file_atomically
+    if args.out:
+        check_output_file(args.out, what="--out")
     post = load_posterior(args.posterior)
     data = _load_data(args)
     report = evaluate(post, data, levels=_parse_levels(args.levels), delta=args.delta)
     print(report.summary())
     if args.out:
-        report.table.to_csv(args.out, index=False)
+        write_file_atomically(args.out, report.table.to_csv(index=False).encode(),
+                              what="--out")
         print(f"wrote {args.out}")
     return 0
 
@@ -151,6 +169,7 @@ def _cmd_datasets(args) -> int:
 
 def _cmd_methods(args) -> int:
     import dataclasses
+
     from uqzoo import methods as registry
     for name in registry.names():
         fields = ", ".join(f"{f.name}={f.default!r}" for f in
@@ -191,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use each method's default settings instead of the quick ones")
     p.add_argument("--set", action="append", metavar="METHOD.OPTION=VALUE",
                    help="a method option, e.g. hmc.num_samples=1000 (repeatable)")
-    p.add_argument("--out", help="folder for the table (CSV), posteriors (.nc) and plots")
+    p.add_argument("--out", help="folder for the table (CSV), posteriors (.nc) and plots; "
+                                 "new or empty, its parent must exist")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing non-empty --out folder (as a whole, at the end)")
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("fit", help="fit one method and save its posterior (.nc)")
@@ -217,16 +239,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C)."""
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
         return args.func(args)
-    except UqzooError as exc:  # includes InvalidInputError, FileFormatError, ...
+    except UqzooError as exc:  # InvalidInputError, FileFormatError, OutputPathError, ...
         print(f"uqzoo: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Outputs are staged, so nothing half-written is left; 130 = 128 + SIGINT,
+        # the shell's convention for a run stopped by Ctrl-C.
+        print("uqzoo: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from uqzoo._validation import _show, check_float, check_levels, check_seed
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
 
-__all__ = ["Comparison", "compare", "QUICK_CONFIGS"]
+__all__ = ["QUICK_CONFIGS", "Comparison", "compare"]
 
 # Settings that make every method finish in seconds to a minute on two CPU
 # cores for the embedded default data (sim-teacher, 2×10 net, n_train 1000).
@@ -85,8 +85,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     Parameters
     ----------
     data : ClassificationData
-    methods : sequence of str, optional
-        Method names (``uz.methods.names()``); all of them by default.
+    methods : str or sequence of str, optional
+        Method names (``uz.methods.names()``); all of them by default. A single
+        name is the same as a one-element list.
     spec : MLPSpec, optional
         The network; by default 2 hidden layers of 10 tanh units with
         ``dropout=0.1`` (the rate only MC dropout uses).
@@ -109,7 +110,20 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
 
     if not isinstance(data, ClassificationData):
         raise InvalidTypeError(f"data must be a ClassificationData, got {_show(data)}")
-    names = method_registry.names() if methods is None else list(methods)
+    if methods is None:
+        names = method_registry.names()
+    elif isinstance(methods, str):
+        names = [methods]               # a lone name, not its characters
+    elif isinstance(methods, Sequence) and not isinstance(methods, bytes):
+        names = list(methods)           # ordered: the table's rows follow it
+    else:
+        raise InvalidTypeError(
+            f"methods must be a method name or a list of them "
+            f"({', '.join(method_registry.names())}), got {_show(methods)}")
+    if not names:
+        raise InvalidInputError(
+            f"methods must name at least one method "
+            f"({', '.join(method_registry.names())}), got an empty list")
     for name in names:
         method_registry.get(name)  # validates the name
     if len(set(names)) != len(names):

@@ -79,18 +79,26 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import xarray as xr
 
 from uqzoo.errors import FileFormatError, InvalidTypeError, OutputPathError
 
-__all__ = ["save_posterior", "load_posterior", "to_datatree", "check_output_file",
-           "check_output_folder", "write_file_atomically", "staged_folder", "MAX_AUX_ELEMENTS"]
+__all__ = [
+    "MAX_AUX_ELEMENTS",
+    "check_output_file",
+    "check_output_folder",
+    "load_posterior",
+    "save_posterior",
+    "staged_folder",
+    "to_datatree",
+    "write_file_atomically",
+]
 
 FORMAT = "uqzoo.posterior/1"
-_ENGINE = "h5netcdf"
+_ENGINE: Literal["h5netcdf"] = "h5netcdf"
 
 # One sample statistic or diagnostic holds at most 2**28 elements (2 GiB at
 # float64). The largest a fit within uqzoo's own limits writes is of that
@@ -144,7 +152,7 @@ def _param_dataset(params: dict[str, np.ndarray], lead_dims: tuple[str, ...],
         rest = arr.shape[len(lead_dims):]
         dims = lead_dims + tuple(f"{key}_dim_{i}" for i in range(len(rest)))
         data_vars[key] = (dims, arr)
-    coords = {d: np.arange(n) for d, n in zip(lead_dims, lead_shape)}
+    coords = {d: np.arange(n) for d, n in zip(lead_dims, lead_shape, strict=True)}
     return xr.Dataset(data_vars, coords=coords)
 
 
@@ -157,8 +165,7 @@ def to_datatree(posterior) -> xr.DataTree:
     stats = {}
     for key, value in posterior.sample_stats.items():
         rest = value.shape[2:]
-        stats[key] = (("chain", "draw") + tuple(f"{key}_dim_{i}" for i in range(len(rest))),
-                      value)
+        stats[key] = (("chain", "draw", *(f"{key}_dim_{i}" for i in range(len(rest)))), value)
     groups["sample_stats"] = xr.Dataset(
         stats, coords={"chain": np.arange(chains), "draw": np.arange(draws)})
     diag_vars, diag_attrs = {}, {}
@@ -226,7 +233,7 @@ def _os_failure(exc: OSError, action: str, path: Path) -> OutputPathError:
         errno.ENAMETOOLONG: "name too long",
         errno.EIO: "input/output error",
     }
-    reason = reasons.get(exc.errno, exc.strerror or str(exc))
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
     return _output_error(f"could not {action} {str(path)!r}: {reason}", exc, str(path))
 
 
@@ -489,7 +496,8 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
     target = check_output_file(path, what)
     folder = target.parent
     _remove_stale_temporaries(folder)
-    existing = _check_replaceable(target, what, Path(path))
+    given = _as_path(path, what)
+    existing = _check_replaceable(target, what, given)
     mode = (stat.S_IMODE(existing.st_mode) if existing is not None
             else 0o666 & ~_umask())
     try:
@@ -512,7 +520,7 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
         finally:
             os.close(fd)
         # The target may have changed since it was checked.
-        _check_replaceable(target, what, Path(path))
+        _check_replaceable(target, what, given)
         os.replace(tmp, target)
     except BaseException as exc:      # Ctrl-C too: never leave the temporary behind
         with contextlib.suppress(OSError):
@@ -745,10 +753,11 @@ def _read(dset, where: str, leading: bool = False) -> np.ndarray:
         if arr.dtype.kind not in "iub" or (arr.size and not np.isin(arr, (0, 1)).all()):
             raise _Bad(f"{where} is marked bool but holds values other than 0 and 1")
         arr = arr.astype(bool)
-    return arr.reshape((-1,) + arr.shape[2:]) if leading else arr
+    return arr.reshape((-1, *arr.shape[2:])) if leading else arr
 
 
-def _params(group, spec, where: str, lead: tuple[int, ...] | None) -> tuple[dict, tuple]:
+def _params(group, spec, where: str,
+            lead: tuple[int, ...] | None) -> tuple[dict[str, Any], tuple[int, ...]]:
     """The checked datasets of ``spec``'s parameters in ``group``, and the leading shape.
 
     ``lead`` None: the parameters lead with (chain, draw), returned; ``()``: none.
@@ -775,27 +784,29 @@ def _params(group, spec, where: str, lead: tuple[int, ...] | None) -> tuple[dict
     if missing:
         raise _Bad(f"{where} lacks parameter(s) {missing}")
     n_lead = 2 if lead is None else 0
+    found: tuple[int, ...] | None = lead
     for key, shape in expected.items():
-        got = datasets[key].shape
+        got = tuple(datasets[key].shape)
         if len(got) != n_lead + len(shape) or got[n_lead:] != shape:
-            want = ("chain", "draw", *shape) if lead is None else shape
+            want = ("chain", "draw", *shape) if n_lead else shape
             raise _Bad(f"{where}/{key} has shape {got}; the spec implies {want}")
-        if lead is None:
-            lead = got[:2]
-        elif n_lead and got[:2] != lead:
-            raise _Bad(f"{where}/{key} has (chain, draw) = {got[:2]}, other parameters {lead}")
+        if found is None:
+            found = got[:2]
+        elif n_lead and got[:2] != found:
+            raise _Bad(f"{where}/{key} has (chain, draw) = {got[:2]}, other parameters {found}")
+    assert found is not None        # the spec has at least one parameter
     if n_lead:
-        nbytes = math.prod(lead) * spec.n_params * 4
+        nbytes = math.prod(found) * spec.n_params * 4
         if nbytes > MAX_DRAW_BYTES:
-            raise _Bad(f"{where} declares {lead[0]} × {lead[1]} draws of {spec.n_params:,} "
+            raise _Bad(f"{where} declares {found[0]} × {found[1]} draws of {spec.n_params:,} "
                        f"parameters ({nbytes / 2**30:.1f} GiB as float32), more than the "
                        f"{MAX_DRAW_BYTES // 2**30} GiB a posterior may hold")
     for key in expected:
         _check_backed(datasets[key], f"{where}/{key}")
-    return {key: datasets[key] for key in expected}, lead
+    return {key: datasets[key] for key in expected}, found
 
 
-def _aux(group, where: str, lead: tuple[int, int] | None) -> dict[str, Any]:
+def _aux(group, where: str, lead: tuple[int, ...] | None) -> dict[str, Any]:
     """The checked datasets of sample statistics (leading ``lead``) or diagnostics (None)."""
     import h5py
     checked = {}
@@ -820,7 +831,8 @@ def _aux(group, where: str, lead: tuple[int, int] | None) -> dict[str, Any]:
 
 
 def _diagnostic_attrs(group, where: str) -> dict[str, Any]:
-    out = {}
+    """String diagnostics: JSON values (lists become arrays), or plain text."""
+    out: dict[str, Any] = {}
     for name in group.attrs.keys():
         if name.startswith("_"):      # netCDF bookkeeping (_NCProperties, ...), not ours
             continue
@@ -841,12 +853,14 @@ def _root_attrs(f) -> dict[str, Any]:
     """The root attributes uqzoo defines, each parsed against its declared type."""
     from uqzoo.spec import MLPSpec
 
-    def text(name: str, required: bool = True) -> str | None:
-        if name not in f.attrs:
-            if required:
-                raise _Bad(f"the root attribute {name!r} is missing")
-            return None
-        return _string_attr(f, name, "the root")
+    def optional(name: str) -> str | None:
+        return _string_attr(f, name, "the root") if name in f.attrs else None
+
+    def text(name: str) -> str:
+        value = optional(name)
+        if value is None:
+            raise _Bad(f"the root attribute {name!r} is missing")
+        return value
 
     out: dict[str, Any] = {"method": text("method"), "predictive": text("predictive")}
     seed = text("seed")
@@ -874,13 +888,13 @@ def _root_attrs(f) -> dict[str, Any]:
         raise _Bad(f"attribute 'warnings' must be a JSON list of strings, got "
                    f"{json.dumps(warnings)[:80]}")
     out["warnings"] = tuple(warnings)
-    classes_text = text("classes", required=False)      # absent in files before 0.1.1
+    classes_text = optional("classes")      # absent in files saved before labels were kept
     classes = None if classes_text is None else _json(classes_text, "classes")
     if classes is not None and not isinstance(classes, list):
         raise _Bad(f"attribute 'classes' must be a JSON list or null, got "
                    f"{json.dumps(classes)[:80]}")
     out["classes"] = classes
-    versions_text = text("versions", required=False)
+    versions_text = optional("versions")
     if versions_text is not None:
         versions = _json(versions_text, "versions")
         if not isinstance(versions, dict):
@@ -967,7 +981,8 @@ def load_posterior(path):
     try:
         return Posterior(
             spec=spec, method=attrs["method"], config=attrs["config"], seed=attrs["seed"],
-            draws=draws, sample_shape=lead, sample_stats=stats, diagnostics=diagnostics,
+            draws=draws, sample_shape=(lead[0], lead[1]), sample_stats=stats,
+            diagnostics=diagnostics,
             predictive=attrs["predictive"], anchor=anchor, converged=attrs["converged"],
             warnings=attrs["warnings"], classes=attrs["classes"],
         )
