@@ -1,26 +1,39 @@
 """The seven posterior approximators, behind one ``fit`` function.
 
-Each method lives in its own module, which defines
+Each method lives in its own module, which satisfies the :class:`Method`
+protocol:
 
 - ``Config``: a frozen dataclass whose fields are the method's
-  hyper-parameters with documented defaults, validated in ``__post_init__``;
-- ``fit(spec, data, config, seed, progress_bar) -> Posterior``.
+  hyper-parameters (and only those it uses) with documented defaults,
+  validated in ``__post_init__``;
+- ``fit(spec, data, config, *, seed, progress_bar) -> Posterior``.
 
 The registry is an explicit dict (no subclass scanning); modules are
-imported on first use so that ``import uqzoo`` does not pay for JAX.
+imported on first use so that ``import uqzoo`` does not pay for JAX, and
+checked against the protocol when first imported. Adding a method is one
+module, one line in :data:`REGISTRY` and one line in the conformance table
+(``tests/methods/test_conformance.py``); ``docs/architecture.md`` walks
+through an example.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import inspect
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from uqzoo.datasets import ClassificationData
+    from uqzoo.posterior import Posterior
+    from uqzoo.spec import MLPSpec
 
 from uqzoo._validation import _show, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["names", "get", "make_config", "fit", "REGISTRY"]
+__all__ = ["REGISTRY", "fit", "get", "make_config", "names"]
 
 REGISTRY: dict[str, str] = {
     "hmc": "uqzoo.methods.hmc",
@@ -33,18 +46,71 @@ REGISTRY: dict[str, str] = {
 }
 
 
+class Method(Protocol):
+    """The contract every posterior approximator module meets.
+
+    Attributes
+    ----------
+    Config : type
+        A frozen dataclass of the method's hyper-parameters, each with a
+        documented default; ``__post_init__`` validates them and raises uqzoo
+        errors naming the field, the value and what is allowed.
+
+    Notes
+    -----
+    ``fit`` trains on ``data``'s training split only, derives all randomness
+    from ``seed`` (same seed, same draws) and returns a :class:`Posterior`
+    whose ``draws`` are S parameter sets in the shared layout, with the
+    method's name, its config (``dataclasses.asdict(config)``), the seed,
+    ``sample_shape`` ((chains, draws) or (1, S)), diagnostics with the fit's
+    wall time under ``"seconds"``, and ``converged``/``warnings`` where the
+    method can tell. ``uqzoo.testing.check_method`` checks all of it.
+    """
+
+    Config: type
+
+    def fit(self, spec: MLPSpec, data: ClassificationData, config: Any, *, seed: int,
+            progress_bar: bool = True) -> Posterior: ...
+
+
+def _check_protocol(name: str, module: ModuleType) -> None:
+    """Fail loudly, for whoever adds a method, when a module does not meet :class:`Method`."""
+    config = getattr(module, "Config", None)
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)
+            and config.__dataclass_params__.frozen):                  # type: ignore[attr-defined]
+        raise TypeError(f"method module {module.__name__} ({name!r}) must define Config "
+                        f"as a frozen dataclass")
+    fit_fn = getattr(module, "fit", None)
+    if not callable(fit_fn):
+        raise TypeError(f"method module {module.__name__} ({name!r}) must define fit()")
+    params = inspect.signature(fit_fn).parameters
+    positional = [p for p in params.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if [p.name for p in positional[:3]] != ["spec", "data", "config"] or any(
+            params.get(k) is None or params[k].kind is not params[k].KEYWORD_ONLY
+            for k in ("seed", "progress_bar")):
+        raise TypeError(f"{module.__name__}.fit must have the signature "
+                        f"fit(spec, data, config, *, seed, progress_bar)")
+
+
 def names() -> list[str]:
     """Registered method names, in the order the docs present them."""
     return list(REGISTRY)
 
 
-def get(name: str) -> ModuleType:
-    """The module implementing method ``name``."""
+def get(name: str) -> Method:
+    """The module implementing method ``name`` (checked against :class:`Method`)."""
     if not isinstance(name, str) or name not in REGISTRY:
         raise InvalidInputError(
             f"method must be one of {', '.join(map(repr, REGISTRY))}; got {_show(name)}"
         )
-    return importlib.import_module(REGISTRY[name])
+    return _load(name)
+
+
+@functools.cache
+def _load(name: str) -> Method:
+    module = importlib.import_module(REGISTRY[name])
+    _check_protocol(name, module)
+    return module
 
 
 def make_config(name: str, **options: Any):
