@@ -18,7 +18,7 @@ from uqzoo._validation import _show, check_choice, check_float
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics.calibration import CONFIDENCE_KINDS, reliability_curve
 
-__all__ = ["reliability_diagram", "coverage_plot", "risk_coverage_plot", "hsi_maps"]
+__all__ = ["coverage_plot", "hsi_maps", "reliability_diagram", "risk_coverage_plot"]
 
 # 1.96: the two-sided 95 % normal quantile, for binomial bands.
 _Z95 = 1.959963984540054

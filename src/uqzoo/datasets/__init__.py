@@ -8,5 +8,12 @@ from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._registry import load, names, options
 from uqzoo.datasets.user import from_arrays, from_csv, from_hsi
 
-__all__ = ["ClassificationData", "load", "names", "options", "from_arrays", "from_csv",
-           "from_hsi"]
+__all__ = [
+           "ClassificationData",
+           "from_arrays",
+           "from_csv",
+           "from_hsi",
+           "load",
+           "names",
+           "options",
+]

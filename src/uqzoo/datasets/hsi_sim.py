@@ -67,7 +67,7 @@ from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._standardize import standardize as _standardize
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["load_hsi_sim", "SceneModel", "scene_log_likelihoods", "library_target_names"]
+__all__ = ["SceneModel", "library_target_names", "load_hsi_sim", "scene_log_likelihoods"]
 
 LIBRARY_FILE = "spectral_library_usgs_10nm.npz"
 COMPONENTS = ("vegetation", "soil", "manmade")

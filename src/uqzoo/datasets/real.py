@@ -13,13 +13,19 @@ import numpy as np
 
 from uqzoo._validation import check_choice, check_float, check_int, check_seed
 from uqzoo.datasets._base import ClassificationData
-from uqzoo.datasets._standardize import check_test_size, standardize as _standardize
-from uqzoo.datasets._standardize import stratified_split
+from uqzoo.datasets._standardize import check_test_size, stratified_split
+from uqzoo.datasets._standardize import standardize as _standardize
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 __all__ = [
-    "load_indian_pines", "load_muufl_target", "load_breast_cancer", "load_wine",
-    "load_iris", "load_digits", "load_penguins", "load_caravan",
+    "load_breast_cancer",
+    "load_caravan",
+    "load_digits",
+    "load_indian_pines",
+    "load_iris",
+    "load_muufl_target",
+    "load_penguins",
+    "load_wine",
 ]
 
 CITATIONS = {

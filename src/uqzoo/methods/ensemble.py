@@ -20,8 +20,12 @@ import time
 import numpy as np
 
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import (check_draw_memory, check_members, check_training_sizes,
-                                   config_dict)
+from uqzoo.methods._config import (
+    check_draw_memory,
+    check_members,
+    check_training_sizes,
+    config_dict,
+)
 from uqzoo.posterior import Posterior
 
 __all__ = ["Config", "fit"]

@@ -43,13 +43,27 @@ import numpy as np
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import (check_draw_memory, check_draws, check_members,
-                                   check_training_sizes, config_dict)
+from uqzoo.methods._config import (
+    check_draw_memory,
+    check_draws,
+    check_members,
+    check_training_sizes,
+    config_dict,
+)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
-__all__ = ["Config", "fit", "SwagState", "swag_init", "swag_update", "swag_covariance",
-           "swag_sample", "learning_rate_schedule", "COVARIANCES"]
+__all__ = [
+    "COVARIANCES",
+    "Config",
+    "SwagState",
+    "fit",
+    "learning_rate_schedule",
+    "swag_covariance",
+    "swag_init",
+    "swag_sample",
+    "swag_update",
+]
 
 COVARIANCES = ("lowrank", "diagonal")
 # Floor on the diagonal variance, as the reference implementation's var_clamp:

@@ -22,13 +22,13 @@ from uqzoo.metrics._common import check_probs_and_labels, check_scores
 
 __all__ = [
     "RiskCoverageCurve",
-    "risk_coverage_curve",
-    "aurc",
-    "eaurc",
-    "auarc",
-    "misclassification_auroc",
     "accuracy",
+    "auarc",
+    "aurc",
     "balanced_accuracy",
+    "eaurc",
+    "misclassification_auroc",
+    "risk_coverage_curve",
 ]
 
 AURC_METHODS = ("trapezoid", "mean_over_k")
