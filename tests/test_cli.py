@@ -2,6 +2,8 @@
 
 import importlib
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -253,3 +255,47 @@ def test_compare_replaces_a_full_folder_only_with_overwrite(tmp_path, capsys, mo
                                                     "ensemble.nc"]
     assert uz.load_posterior(out / "ensemble.nc").method == "ensemble"
     assert [p.name for p in tmp_path.iterdir()] == ["results"]
+
+
+_CLI_ON_A_FULL_DISK = """
+import resource, signal, sys
+# The kernel refuses writes past 10 kB (EFBIG), as a full disk does (ENOSPC);
+# ignoring SIGXFSZ turns the signal into that error. Set here, not in a
+# preexec_fn: forking a process that runs JAX threads can deadlock.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
+from uqzoo.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_fit_onto_a_disk_that_fills_up_is_one_line_not_a_crash(tmp_path):
+    # Before issue 9 this ended in signal 11 after several tracebacks.
+    out = tmp_path / "post.nc"
+    run = subprocess.run(
+        [sys.executable, "-c", _CLI_ON_A_FULL_DISK, "fit", "ensemble", "--no-progress",
+         "--out", str(out), *SMALL_DATA, "--set", "num_members=2", "--set", "num_epochs=20"],
+        capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert run.stderr.startswith(f"uqzoo: error: could not write {str(out)!r}: file too large")
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_refuses_a_hostile_posterior_in_one_line(tmp_path, capsys):
+    import h5py
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"TOP-SECRET" * 8)
+    path = tmp_path / "post.nc"
+    spec = uz.MLPSpec(2, 2, hidden=(3,))
+    uz.Posterior(spec=spec, method="x", config={}, seed=0,
+                 draws=spec.init_params(0, num=2)).save(path)
+    with h5py.File(path, "r+") as f:
+        f["diagnostics"].create_dataset("x", shape=(20,), dtype="<f4",
+                                        external=[(str(secret), 0, 80)])
+    assert main(["evaluate", str(path), *SMALL_DATA]) == 2
+    err = _one_line_error(capsys, "/diagnostics/x uses external storage")
+    assert "TOP-SECRET" not in err
+    (tmp_path / "half.nc").write_bytes(path.read_bytes()[:3000])
+    assert main(["evaluate", str(tmp_path / "half.nc"), *SMALL_DATA]) == 2
+    _one_line_error(capsys, "truncated or foreign")

@@ -248,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return args.func(args)
     except UqzooError as exc:  # InvalidInputError, FileFormatError, OutputPathError, ...
-        print(f"uqzoo: error: {exc}", file=sys.stderr)
+        # One line: messages may quote HDF5 or OS errors that span several.
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"uqzoo: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # Outputs are staged, so nothing half-written is left; 130 = 128 + SIGINT,

@@ -605,7 +605,8 @@ def _publish_folder(staging: Path, target: Path, overwrite: bool, what: str) -> 
 def save_posterior(posterior, path) -> None:
     """Write ``posterior`` to ``path`` (netCDF4/HDF5), atomically and durably.
 
-    The tree is serialised in memory (so HDF5 never sees a failing disk),
+    The tree is serialised in memory (so HDF5 never sees a failing disk; this
+    needs memory for one copy of the file, about the size of the draws),
     written to a short-named temporary file in the same folder, flushed, and
     renamed over ``path``; see the module docstring for the guarantees.
 
