@@ -44,7 +44,8 @@ data is read*:
   spec's parameters (with the spec's shapes, float dtype); ``/sample_stats``
   variables lead with ``(chain, draw)``; every variable is a plain number
   array (bool, int or float); unknown groups, unknown parameters and
-  non-numeric variables are errors;
+  non-numeric variables are errors (sample statistics and diagnostics may
+  carry any names, as they differ by method, but each is checked the same way);
 - every declared size is bounded: parameter draws by the spec and
   :data:`~uqzoo.methods._config.MAX_DRAW_BYTES`, sample statistics and
   diagnostics by :data:`MAX_AUX_ELEMENTS` per variable, and every variable must
@@ -323,6 +324,17 @@ def check_output_file(path: object, what: str = "path") -> Path:
         existing read-only file.
     InvalidTypeError
         If ``path`` is not a str or os.PathLike.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from uqzoo.io import check_output_file
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> check_output_file(folder / "post.nc").name
+    'post.nc'
+    >>> check_output_file(folder, what="--out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    uqzoo.errors.OutputPathError: --out '...' is a directory; give a file path such as ...
     """
     given = _as_path(path, what)
     _check_name_length(given, what, given)
@@ -492,6 +504,14 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
     OutputPathError
         See :func:`check_output_file`; also when the write fails (full disk,
         quota, read-only file system). The previous file is then intact.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from uqzoo.io import write_file_atomically
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> write_file_atomically(folder / "notes.txt", b"hello").read_bytes()
+    b'hello'
     """
     target = check_output_file(path, what)
     folder = target.parent
@@ -510,12 +530,12 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fchmod(fd, mode)
-            if existing is not None and (existing.st_uid, existing.st_gid) != (
-                    os.geteuid(), os.getegid()):
+            os.chmod(tmp, mode)             # mkstemp creates 0o600
+            if existing is not None and hasattr(os, "chown") and (
+                    existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
                 with contextlib.suppress(OSError):
                     # keep the owner and group where we may (root, or a group we are in)
-                    os.fchown(fd, existing.st_uid, existing.st_gid)
+                    os.chown(tmp, existing.st_uid, existing.st_gid)
             os.fsync(fd)
         finally:
             os.close(fd)
