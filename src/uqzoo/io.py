@@ -855,7 +855,7 @@ def _diagnostic_attrs(group, where: str) -> dict[str, Any]:
     """String diagnostics: JSON values (lists become arrays), or plain text."""
     out: dict[str, Any] = {}
     for name in group.attrs.keys():
-        if name.startswith("_"):      # netCDF bookkeeping (_NCProperties, ...), not ours
+        if name == "_NCProperties" or name.startswith("_Netcdf4"):   # netCDF bookkeeping
             continue
         text = _string_attr(group, name, where)
         try:
