@@ -108,3 +108,12 @@ def test_classwise_bins_are_bounded_by_classes_times_bins():
     p = np.full((3, K), 1.0 / K)
     with pytest.raises(uz.InvalidInputError, match="n_bins × number of classes"):
         uz.metrics.classwise_ece(p, [0, 1, 2], n_bins=_common.MAX_BINS)
+
+
+def test_streaming_accumulators_bound_their_bins_like_the_metrics():
+    from uqzoo.metrics.streaming import CalibrationAccumulator, ClasswiseCalibrationAccumulator
+    with pytest.raises(uz.InvalidInputError, match="n_bins"):
+        CalibrationAccumulator(2, n_bins=10**12)
+    with pytest.raises(uz.InvalidInputError, match="n_bins"):
+        ClasswiseCalibrationAccumulator(1000, n_bins=_common.MAX_BINS)
+    assert CalibrationAccumulator(2, n_bins=_common.MAX_BINS).n_bins == _common.MAX_BINS

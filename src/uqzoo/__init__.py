@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "FileFormatError": "uqzoo.errors",
     "InvalidInputError": "uqzoo.errors",
     "InvalidTypeError": "uqzoo.errors",
+    "OutputPathError": "uqzoo.errors",
     "UqzooError": "uqzoo.errors",
     "load_posterior": "uqzoo.io",
     "fit": "uqzoo.methods",

@@ -20,7 +20,13 @@ import numpy as np
 
 from uqzoo._validation import as_labels, as_probabilities, check_choice, check_int, check_levels
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.metrics._common import FixedPointSums, check_bounds, check_delta, validated_blocks
+from uqzoo.metrics._common import (
+    FixedPointSums,
+    check_bounds,
+    check_delta,
+    check_n_bins,
+    validated_blocks,
+)
 from uqzoo.metrics.calibration import (
     CONFIDENCE_KINDS,
     CalibrationBins,
@@ -82,7 +88,7 @@ class CalibrationAccumulator:
 
     def __init__(self, n_classes: int, n_bins: int = 15, confidence: str = "top_label") -> None:
         self.n_classes = check_int(n_classes, "n_classes", minimum=2)
-        self.n_bins = check_int(n_bins, "n_bins", minimum=1)
+        self.n_bins = check_n_bins(n_bins)
         self.confidence = check_choice(confidence, "confidence", CONFIDENCE_KINDS)
         if self.confidence == "positive_class" and self.n_classes != 2:
             raise InvalidInputError(
@@ -147,7 +153,7 @@ class ClasswiseCalibrationAccumulator:
 
     def __init__(self, n_classes: int, n_bins: int = 15) -> None:
         self.n_classes = check_int(n_classes, "n_classes", minimum=2)
-        self.n_bins = check_int(n_bins, "n_bins", minimum=1)
+        self.n_bins = check_n_bins(n_bins, self.n_classes)
         size = self.n_classes * self.n_bins
         self.n = 0
         self.count = np.zeros(size, dtype=np.int64)
