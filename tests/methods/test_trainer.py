@@ -30,7 +30,11 @@ def _plan(spec, n, **kw):
 
 
 def _reference_objective(spec, params, X, y, w, masks, n_train):
-    """Straightforward per-member objective (autodiff reference), masks (N, h) per layer."""
+    """One member's objective written out independently of the trainer, masks (N, h_i).
+
+    The weight decay is ‖θ‖² / (2·prior_scale²·N): the negative log prior without
+    its normalising constant, which the trainer leaves out of the reported loss.
+    """
     act = {"tanh": jnp.tanh, "relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid}[spec.activation]
     h = X
     for i in range(spec.n_layers):
@@ -54,35 +58,49 @@ def _reference_objective(spec, params, X, y, w, masks, n_train):
     ((), "sigmoid", 3, False),
     ((4, 3), "sigmoid", 2, True),
 ])
-def test_hand_written_gradient_matches_autodiff(hidden, activation, n_classes, per_member_rows):
-    M, n = 3, 40
+def test_fused_objective_and_gradient_are_each_members_own(hidden, activation, n_classes,
+                                                           per_member_rows):
+    """All members in one computation (shared X as one wide first-layer product, or
+    member-major minibatch rows; weights; dropout masks): each member's loss and
+    gradient equal that member's objective evaluated alone."""
+    M, n, batch = 3, 40, 25
     spec = uz.MLPSpec(4, n_classes, hidden=hidden, activation=activation, prior_scale=0.7)
     X, y = _problem(n=n, n_classes=n_classes)
-    params = {k: jnp.asarray(v) for k, v in spec.init_params(1, num=M).items()}
     rng = np.random.default_rng(2)
-    w = rng.integers(0, 3, size=(M, n)).astype(np.float32)
-    masks = [(rng.random((M, n, h)) > 0.3).astype(np.float32) / 0.7 for h in hidden]
+    w = rng.integers(0, 3, size=(M, n)).astype(np.float64)
+    masks = [(rng.random((M, n, h)) > 0.3) / 0.7 for h in hidden]
     if per_member_rows:
-        rows = np.stack([rng.permutation(n)[:25] for _ in range(M)])
+        rows = np.stack([rng.permutation(n)[:batch] for _ in range(M)])
         Xm, ym, wm = X[rows], y[rows], np.take_along_axis(w, rows, 1)
-        masks = [m[:, :25] for m in masks]
-        X_arg, y_arg = jnp.asarray(Xm.transpose(1, 0, 2)), jnp.asarray(ym.T)
+        masks = [m[:, :batch] for m in masks]
+        X_arg, y_arg = Xm, ym                                     # (M, B, D), (M, B)
     else:
         Xm, ym, wm = np.repeat(X[None], M, 0), np.repeat(y[None], M, 0), w
-        X_arg, y_arg = jnp.asarray(X), jnp.asarray(y)
+        X_arg, y_arg = X, y                                       # (N, D), (N,)
     plan = _plan(spec, n, weighted=True)
-    wide_masks = [jnp.asarray(m.transpose(1, 0, 2)) for m in masks] if hidden else None
-    # Both jitted: op-by-op JAX would spend the test's time compiling each primitive.
-    loss, grads = jax.jit(_trainer._objective_and_grads, static_argnums=0)(
-        plan, params, X_arg, y_arg, jnp.asarray(wm.T), wide_masks)
-    member_masks = [jnp.asarray(mk) for mk in masks] if hidden else None
-    reference = jax.jit(jax.vmap(jax.value_and_grad(_reference_objective, argnums=1),
-                                 in_axes=(None, 0, 0, 0, 0, 0, None)), static_argnums=(0, 6))
-    ref_loss, ref_grads = reference(spec, params, jnp.asarray(Xm), jnp.asarray(ym),
-                                    jnp.asarray(wm), member_masks, n)
-    np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
+    # Float64, so that the two computations differ by rounding alone -- about
+    # n·ε64 ≈ 1e-14 of the magnitudes -- and any difference of structure (a
+    # member seeing another's rows, weights, masks or parameters) shows.
+    with jax.enable_x64(True):
+        params = {k: jnp.asarray(v, jnp.float64) for k, v in spec.init_params(1, num=M).items()}
+        mask_args = [jnp.asarray(mk) for mk in masks] if hidden else None
+        # Both jitted: op-by-op JAX would spend the test's time compiling each primitive.
+        (total, loss), grads = jax.jit(_trainer._value_and_grad, static_argnums=0)(
+            plan, params, jnp.asarray(X_arg, jnp.float64), jnp.asarray(y_arg),
+            jnp.asarray(wm), mask_args)
+        reference = jax.jit(jax.vmap(jax.value_and_grad(_reference_objective, argnums=1),
+                                     in_axes=(None, 0, 0, 0, 0, 0, None)),
+                            static_argnums=(0, 6))
+        ref_loss, ref_grads = reference(spec, params, jnp.asarray(Xm, jnp.float64),
+                                        jnp.asarray(ym), jnp.asarray(wm), mask_args, n)
+        # To numpy inside the context: outside it JAX would truncate to float32.
+        total, loss, ref_loss = np.asarray(total), np.asarray(loss), np.asarray(ref_loss)
+        grads, ref_grads = jax.device_get(grads), jax.device_get(ref_grads)
+    assert loss.shape == (M,) and loss.dtype == np.float64
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-12)
+    np.testing.assert_allclose(total, np.sum(ref_loss), rtol=1e-12)
     for k in params:
-        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(grads[k], ref_grads[k], rtol=1e-10, atol=1e-13)
 
 
 def _torch_loop(spec, X, y, init, steps, optimizer, lr, lrs=None):
@@ -108,13 +126,15 @@ def _torch_loop(spec, X, y, init, steps, optimizer, lr, lrs=None):
     return {k: np.stack([o[k] for o in out]) for k in init}
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_full_batch_training_matches_a_torch_loop(optimizer):
+@pytest.mark.parametrize("optimizer, schedule", [("adam", False), ("adam", True),
+                                                 ("sgd", True)])
+def test_full_batch_training_matches_a_torch_loop(optimizer, schedule):
+    """optax's Adam / SGD with momentum equal torch.optim's, per-epoch rates included."""
     spec = uz.MLPSpec(4, 2, hidden=(6, 5))
     X, y = _problem()
     init = spec.init_params(3, num=2)
     steps = 40
-    lrs = np.linspace(0.05, 0.01, steps).astype(np.float32) if optimizer == "sgd" else None
+    lrs = np.linspace(0.05, 0.01, steps).astype(np.float32) if schedule else None
     config = _trainer.TrainingConfig(optimizer=optimizer, learning_rate=0.02, num_epochs=steps)
     ours = _trainer.train(spec, X, y, init, config, keys=_trainer.member_keys([0, 1]),
                           learning_rates=lrs)
@@ -125,6 +145,22 @@ def test_full_batch_training_matches_a_torch_loop(optimizer):
         # parameters' scale after 40 steps.
         np.testing.assert_allclose(ours.params[k], ref[k], atol=2e-5)
     assert np.all(ours.loss[:, -1] < ours.loss[:, 0])
+    # The first epoch reports the objective at the initial parameters: mean
+    # cross-entropy + ‖θ‖²/(2·prior_scale²·N) (the prior's normalising constant
+    # left out), here in float64 through torch. Every term is positive, so each
+    # float32 sum is within (n - 1)·ε32 relative; the two errors add.
+    decay = 1.0 / (spec.prior_scale ** 2 * len(y))
+    for m in range(2):
+        net = tnet.MLP(spec).double()
+        net.load_state_dict({k: torch.tensor(v[m], dtype=torch.float64)
+                             for k, v in init.items()})
+        with torch.no_grad():
+            nll = torch.nn.functional.binary_cross_entropy_with_logits(
+                net(torch.from_numpy(X).double())[:, 0], torch.from_numpy(y).double())
+        expected = float(nll) + 0.5 * decay * sum(float(np.sum(v[m].astype(np.float64) ** 2))
+                                                  for v in init.values())
+        np.testing.assert_allclose(ours.loss[m, 0], expected,
+                                   rtol=2 * len(y) * np.finfo(np.float32).eps)
 
 
 def test_vectorised_members_equal_a_per_member_loop():

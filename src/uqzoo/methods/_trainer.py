@@ -8,24 +8,36 @@ epochs without returning to Python, and ``jax.jit`` compiles the block once
 per problem shape. Python only sees one call per block (to update the
 progress bar), never one per step or per member. Because the input ``X`` is
 shared by all members, the first layer of every member becomes a single
-large matrix product, which is where a per-member loop loses most; the
-backward pass is written by hand over that "wide" layout.
+large (N, D) × (D, M·h) matrix product, which is where a per-member loop
+loses most.
 
-The objective is the negative log posterior under the spec's
-N(0, prior_scale²) prior on every weight and bias, divided by the number of
-training rows N:
+The network, its likelihood and its prior are :mod:`uqzoo.nets.jax`'s
+(``forward_logits``, ``log_likelihood_terms``, ``log_prior``); nothing of
+the model is written here. Member m's objective is its negative log
+posterior per training row, under the spec's N(0, prior_scale²) prior on
+every weight and bias:
 
-    L(θ) = (1/N) Σ_i w_i · nll_i(θ) + ‖θ‖² / (2 · prior_scale² · N)
+    L_m(θ_m) = (1/B) Σ_i w_mi · nll_mi(θ_m) − (log_prior(θ_m) − log_prior(0)) / N
+             = (1/B) Σ_i w_mi · nll_mi(θ_m) + ‖θ_m‖² / (2 · prior_scale² · N)
 
-so the minimiser is the MAP and the "weight decay" equals the prior (it is an
-L2 term of the loss, as ``weight_decay`` in ``torch.optim.Adam``, not the
-decoupled decay of AdamW). ``w_i`` are per-member data weights (resample
-counts for the bootstrap, all ones otherwise); with minibatches the data term
-is the unbiased batch mean.
+over the B rows of the step (B = N full batch; with minibatches the data
+term is the unbiased batch mean), N training rows, ``w_mi`` per-member data
+weights (resample counts for the bootstrap, all ones otherwise). The
+minimiser is the MAP and the "weight decay" equals the prior: an L2 term of
+the loss, as ``weight_decay`` in ``torch.optim.Adam``, not the decoupled
+decay of AdamW. ``log_prior(0)``, the prior's normalising constant, moves
+neither gradient nor optimum; it is left out so that the reported loss is
+the familiar data term plus L2 penalty (the values of earlier releases).
+Gradients are ``jax.value_and_grad`` of Σ_m L_m: members share no
+parameter, so its gradient holds every member's own.
 
-Optimisers are hand-written (a few lines each) and follow ``torch.optim.Adam``
-and ``torch.optim.SGD(momentum=..., dampening=0)`` exactly, so a torch loop is
-a faithful reference (``tests/methods/test_trainer.py`` checks it).
+Optimisers are optax's: ``optax.adam`` with torch.optim.Adam's constants and
+``optax.sgd`` with momentum, which are torch.optim.Adam and
+``torch.optim.SGD(momentum=..., dampening=0)`` step for step, so a torch loop
+is a faithful reference (``tests/methods/test_trainer.py`` checks it). The
+learning rate is injected state (``optax.inject_hyperparams``), set every
+epoch from a per-epoch schedule (SWAG's) or the constant
+``learning_rate``.
 
 Randomness: every member has its own JAX key; epoch e uses ``fold_in(key, e)``
 for its minibatch permutation and dropout masks, so a member's trajectory
@@ -44,14 +56,25 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
+from uqzoo.nets import jax as nets_jax
 from uqzoo.spec import MLPSpec
 
-__all__ = ["TrainingConfig", "TrainResult", "train", "fit_members", "member_seeds",
-           "member_keys", "split_validation", "training_diagnostics", "training_warnings",
-           "OPTIMIZERS"]
+__all__ = [
+    "OPTIMIZERS",
+    "TrainResult",
+    "TrainingConfig",
+    "fit_members",
+    "member_keys",
+    "member_seeds",
+    "split_validation",
+    "train",
+    "training_diagnostics",
+    "training_warnings",
+]
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -119,8 +142,10 @@ class TrainResult(NamedTuple):
         Trained parameters, each (M, *param_shape), float32 (the best epoch's
         when early stopping is on).
     loss : ndarray of shape (M, E), float32
-        Training objective per epoch (mean over the epoch's batches); NaN after
-        a member stopped early. E is the number of epochs run.
+        Training objective per epoch (mean over the epoch's batches): the mean
+        weighted NLL plus ‖θ‖²/(2·prior_scale²·N), the negative log posterior
+        per row without the prior's normalising constant; NaN after a member
+        stopped early. E is the number of epochs run.
     val_loss : ndarray of shape (M, E) or None
         Mean validation negative log-likelihood per epoch, when early stopping is on.
     stopped_epoch : ndarray of shape (M,), int
@@ -160,7 +185,7 @@ def split_validation(n: int, fraction: float,
     """Indices (train, validation) of a random split; validation empty when fraction = 0."""
     if fraction <= 0:
         return np.arange(n), np.arange(0)
-    n_val = max(1, int(round(fraction * n)))
+    n_val = max(1, round(fraction * n))
     if n - n_val < 2:
         raise InvalidInputError(
             f"validation_fraction={fraction} leaves {n - n_val} training rows of {n}; "
@@ -188,157 +213,106 @@ class _Plan:
     hook: Any
 
 
-def _activation(name: str):
-    """The activation and its derivative written from (pre-activation a, output h)."""
-    if name == "tanh":
-        return jnp.tanh, lambda a, h: 1.0 - h * h
-    if name == "sigmoid":
-        return jax.nn.sigmoid, lambda a, h: h * (1.0 - h)
-    return jax.nn.relu, lambda a, h: (a > 0).astype(a.dtype)
+def _where_members(flag: jax.Array, new, old):
+    """Per member, ``old`` where ``flag`` (M,) is set, else ``new``.
+
+    Leaves with a leading member axis are selected member by member; scalar
+    leaves are shared by all members (optax's step counts and injected
+    learning rate) and keep their ``new`` value: a frozen member never steps
+    again, so the shared counters need not stop for it.
+    """
+    def select(a, b):
+        if a.ndim == 0:
+            return a
+        return jnp.where(flag.reshape(flag.shape + (1,) * (a.ndim - 1)), b, a)
+    return jax.tree_util.tree_map(select, new, old)
 
 
-def _bcast(flag: jax.Array, arr: jax.Array) -> jax.Array:
-    """Broadcast a per-member (M,) array against an (M, ...) array."""
-    return flag.reshape(flag.shape + (1,) * (arr.ndim - flag.ndim))
+def _objective(plan: _Plan, params, X, y, w, masks):
+    """Σ_m L_m(θ_m) and, as auxiliary output, every member's L_m, shape (M,).
 
+    The forward pass, the likelihood and the prior are :mod:`uqzoo.nets.jax`'s.
 
-def _forward_wide(plan: _Plan, params, X, masks):
-    """Logits of all members at once, in the wide layout (rows, members, units).
+    Parameters
+    ----------
+    params : dict of arrays (M, *param_shape)
+    X : array (N, D) shared by all members, or (M, B, D) each member's own rows
+    y : int array (N,) or (M, B)
+    w : array (M, N) or (M, B) of data weights, or None (all ones)
+    masks : list of (M, N, h_i) dropout multipliers per hidden layer, or None
 
-    X is (N, D) shared by every member -- then the first layer of all members
-    is one (N, D) x (D, M*h) matrix product, the largest saving over a loop --
-    or (N, M, D) with each member's own rows (minibatches). ``masks`` holds a
-    (N, M, h_i) dropout multiplier (0 or 1/(1-p)) per hidden layer, or is None.
-
-    Returns the logits (N, M, n_outputs) and what the backward pass needs:
-    the input of every layer and every hidden layer's (a, act(a)).
+    Notes
+    -----
+    ``log_prior`` carries the Gaussian's normalising constant
+    P·(log prior_scale + ½ log 2π); it is subtracted (as ``log_prior`` at
+    θ = 0) so the reported loss is the data term plus ‖θ‖²/(2·prior_scale²·N),
+    as torch's ``weight_decay`` reports it. A constant moves neither the
+    gradient nor the optimum, and without it the relative drop that
+    :func:`training_warnings` reads is not diluted.
     """
     spec = plan.spec
-    act, _ = _activation(spec.activation)
-    w0 = params["layers.0.weight"]                              # (M, h0, D)
-    M, h0, D = w0.shape
-    if X.ndim == 2:
-        a = (X @ w0.reshape(M * h0, D).T).reshape(X.shape[0], M, h0)
-    else:
-        a = jnp.einsum("nmd,mhd->nmh", X, w0)
-    a = a + params["layers.0.bias"]
-    inputs, hidden = [X], []
-    for i in range(1, spec.n_layers):
-        h = act(a)
-        hidden.append((a, h))
-        if masks is not None:
-            h = h * masks[i - 1]
-        inputs.append(h)
-        a = jnp.einsum("nmh,mkh->nmk", h, params[f"layers.{i}.weight"]) \
-            + params[f"layers.{i}.bias"]
-    return a, inputs, hidden
-
-
-def _nll_and_logit_grad(spec: MLPSpec, z, y):
-    """Per-row NLL (N, M) and its gradient with respect to the logits (N, M, n_outputs)."""
-    y = y if y.ndim == 2 else jnp.broadcast_to(y[:, None], z.shape[:2])
-    if spec.n_classes == 2:
-        logit = z[..., 0]
-        # -log σ(z) for y = 1 and -log σ(-z) for y = 0, written stably.
-        nll = jax.nn.softplus(jnp.where(y == 1, -logit, logit))
-        return nll, (jax.nn.sigmoid(logit) - y)[..., None]
-    logp = jax.nn.log_softmax(z, axis=-1)
-    onehot = jax.nn.one_hot(y, spec.n_classes, dtype=z.dtype)
-    return -jnp.sum(logp * onehot, axis=-1), jnp.exp(logp) - onehot
-
-
-def _objective_and_grads(plan: _Plan, params, X, y, w, masks):
-    """The objective of every member (M,) and its gradient (a dict like ``params``).
-
-    Back-propagation is written by hand over the wide layout: for these narrow
-    networks the cost is in a handful of large products and elementwise passes,
-    and a hand-written backward does each exactly once (autodiff of the
-    vmapped loss re-derives the softplus and re-lays out the batched products;
-    measured 1.6x slower). ``tests/methods/test_trainer.py`` checks it against
-    ``jax.grad``.
-
-    w : (N, M) data weights or None.
-    """
-    spec = plan.spec
-    _, act_grad = _activation(spec.activation)
-    z, inputs, hidden = _forward_wide(plan, params, X, masks)
-    n_rows = z.shape[0]
-    nll, dz = _nll_and_logit_grad(spec, z, y)
+    logits = nets_jax.forward_logits(spec, params, X, hidden_masks=masks)   # (M, N, out)
+    nll = -nets_jax.log_likelihood_terms(spec, logits, y)                 # (M, N)
     if w is not None:
         nll = nll * w
-        dz = dz * w[..., None]
-    da = dz / n_rows
-    grads = {}
-    for i in reversed(range(spec.n_layers)):
-        x_in = inputs[i]
-        if i == 0 and x_in.ndim == 2:
-            M, h0 = da.shape[1], da.shape[2]
-            grads["layers.0.weight"] = (da.reshape(n_rows, M * h0).T @ x_in).reshape(
-                M, h0, x_in.shape[1])
-        else:
-            grads[f"layers.{i}.weight"] = jnp.einsum("nmk,nmh->mkh", da, x_in)
-        grads[f"layers.{i}.bias"] = jnp.sum(da, axis=0)
-        if i > 0:
-            dh = jnp.einsum("nmk,mkh->nmh", da, params[f"layers.{i}.weight"])
-            if masks is not None:
-                dh = dh * masks[i - 1]
-            a, h = hidden[i - 1]
-            da = dh * act_grad(a, h)
-    decay = 1.0 / (plan.spec.prior_scale ** 2 * plan.n_train)
-    sq_norm = sum(jnp.sum(p * p, axis=tuple(range(1, p.ndim))) for p in params.values())
-    objective = jnp.mean(nll, axis=0) + 0.5 * decay * sq_norm
-    grads = {k: grads[k] + decay * params[k] for k in params}
-    return objective, grads
+    zero = jax.tree_util.tree_map(jnp.zeros_like, params)
+    prior_penalty = nets_jax.log_prior(spec, zero) - nets_jax.log_prior(spec, params)
+    per_member = jnp.mean(nll, axis=-1) + prior_penalty / plan.n_train
+    # Members share no parameter, so the gradient of the sum is every member's own.
+    return jnp.sum(per_member), per_member
+
+
+_value_and_grad = jax.value_and_grad(_objective, argnums=1, has_aux=True)
 
 
 def _dropout_masks(plan: _Plan, keys, n_rows: int):
-    """Per-row dropout multipliers (N, M, h_i) per hidden layer, from each member's key."""
+    """Per-row dropout multipliers (M, N, h_i) per hidden layer, from each member's key."""
     if plan.dropout <= 0:
         return None
     keep_prob = 1.0 - plan.dropout
     masks = []
     for i, width in enumerate(plan.spec.hidden):
-        keep = jax.vmap(lambda k: jax.random.bernoulli(jax.random.fold_in(k, i), keep_prob,
-                                                       (n_rows, width)))(keys)
-        masks.append(jnp.where(keep, 1.0 / keep_prob, 0.0).astype(jnp.float32)
-                     .transpose(1, 0, 2))
+        keep = jax.vmap(lambda k, i=i, width=width: jax.random.bernoulli(
+            jax.random.fold_in(k, i), keep_prob, (n_rows, width)))(keys)
+        masks.append(jnp.where(keep, 1.0 / keep_prob, 0.0).astype(jnp.float32))
     return masks
 
 
-def _init_opt(plan: _Plan, params):
-    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+def _optimizer(plan: _Plan) -> optax.GradientTransformation:
+    """``optax.adam`` or ``optax.sgd`` with the learning rate as injected state.
+
+    The learning rate lives in the state (``state.hyperparams["learning_rate"]``,
+    float32 ()) so that a per-epoch schedule -- SWAG's -- is data, not a
+    recompilation; :func:`_set_learning_rate` writes it before each epoch.
+    The other constants are static: torch.optim.Adam's defaults (its
+    ``m̂ / (√v̂ + ε)`` with ε outside the root is optax's with eps_root = 0, both
+    bias-corrected from step 1) and torch.optim.SGD's heavy ball
+    (``optax.trace``: buf = g + momentum·buf from buf = 0, i.e. dampening 0, no
+    Nesterov). The prior is in the loss -- torch's coupled ``weight_decay`` --
+    not AdamW's decoupled decay.
+    """
     if plan.optimizer == "adam":
-        return (zeros, jax.tree_util.tree_map(jnp.zeros_like, params))
-    return (zeros,)
+        return optax.inject_hyperparams(optax.adam, static_args=("b1", "b2", "eps"))(
+            learning_rate=0.0, b1=_ADAM_BETA1, b2=_ADAM_BETA2, eps=_ADAM_EPS)
+    return optax.inject_hyperparams(optax.sgd, static_args=("momentum",))(
+        learning_rate=0.0, momentum=plan.momentum)
 
 
-def _apply_update(plan: _Plan, params, grads, opt, count, lr):
-    """One optimiser step for all members; ``count`` is the 1-based step number."""
-    if plan.optimizer == "adam":
-        m, v = opt
-        m = jax.tree_util.tree_map(lambda a, g: _ADAM_BETA1 * a + (1 - _ADAM_BETA1) * g, m, grads)
-        v = jax.tree_util.tree_map(lambda a, g: _ADAM_BETA2 * a + (1 - _ADAM_BETA2) * g * g,
-                                   v, grads)
-        t = count.astype(jnp.float32)
-        step_size = lr / (1 - _ADAM_BETA1 ** t)
-        root_bc2 = jnp.sqrt(1 - _ADAM_BETA2 ** t)
-        params = jax.tree_util.tree_map(
-            lambda p, a, b: p - step_size * a / (jnp.sqrt(b) / root_bc2 + _ADAM_EPS),
-            params, m, v)
-        return params, (m, v)
-    (buf,) = opt
-    # torch's SGD: buf = momentum·buf + g (dampening 0; buf starts at g, as 0·buf + g).
-    buf = jax.tree_util.tree_map(lambda b, g: plan.momentum * b + g, buf, grads)
-    params = jax.tree_util.tree_map(lambda p, b: p - lr * b, params, buf)
-    return params, (buf,)
+def _set_learning_rate(opt_state, lr):
+    """The optax state with its injected learning rate replaced by ``lr`` (float32 ())."""
+    return opt_state._replace(hyperparams={**opt_state.hyperparams, "learning_rate": lr})
 
 
 class _State(NamedTuple):
-    """Carry of the scan over epochs; every leaf but ``count`` has a leading member axis M.
+    """Carry of the scan over epochs; leaves have a leading member axis M unless noted.
 
     params : dict, float32 (M, out, in) / (M, out)  current parameters
-    opt : tuple of dicts like params                Adam (m, v) or SGD (buf,)
-    count : int32 ()                                optimiser steps taken (shared)
+    opt : optax state                               ``InjectStatefulHyperparamsState``
+        of :func:`_optimizer`: ``count`` int32 () and ``hyperparams``
+        {"learning_rate": float32 ()} shared by all members; ``inner_state``
+        Adam's ``ScaleByAdamState(count int32 (), mu, nu)`` or SGD's
+        ``TraceState(trace)``, mu / nu / trace dicts like params
+    step : int32 ()                                 optimiser steps taken (shared)
     key : key (M,)                                  each member's JAX key
     best_params : dict like params                  parameters at the best validation loss
     best_val : float32 (M,)                         best validation loss (inf at start)
@@ -350,7 +324,7 @@ class _State(NamedTuple):
 
     params: Any
     opt: Any
-    count: jax.Array
+    step: jax.Array
     key: jax.Array
     best_params: Any
     best_val: jax.Array
@@ -367,14 +341,20 @@ def _fold(keys, data):
 def _epoch(plan: _Plan, state: _State, epoch, lr, X, y, w, X_val, y_val):
     """One epoch of all members; returns the new state and (train loss, val loss), each (M,)."""
     keys_epoch = _fold(state.key, epoch)
-    w_nm = w.T if plan.weighted else None
+    optimizer = _optimizer(plan)
+    opt = _set_learning_rate(state.opt, lr)
+
+    def descend(params, opt, X, y, w, masks):
+        """One optimiser step of all members; returns (params, opt, per-member loss (M,))."""
+        (_, loss), grads = _value_and_grad(plan, params, X, y, w, masks)
+        updates, opt = optimizer.update(grads, opt, params)
+        return optax.apply_updates(params, updates), opt, loss
 
     if plan.batch_size is None:
         masks = _dropout_masks(plan, _fold(keys_epoch, 1), X.shape[0])
-        loss, grads = _objective_and_grads(plan, state.params, X, y, w_nm, masks)
-        count = state.count + 1
-        params, opt = _apply_update(plan, state.params, grads, state.opt, count, lr)
-        train_loss = loss
+        params, opt, train_loss = descend(state.params, opt, X, y,
+                                          w if plan.weighted else None, masks)
+        step = state.step + 1
     else:
         n, batch = X.shape[0], plan.batch_size
         num_batches = n // batch
@@ -383,21 +363,18 @@ def _epoch(plan: _Plan, state: _State, epoch, lr, X, y, w, X_val, y_val):
         batches = perms[:, :num_batches * batch].reshape(-1, num_batches, batch)
         keys_dropout = _fold(keys_epoch, 1)
 
-        def step(carry, inputs):
-            params, opt, count = carry
+        def batch_step(carry, inputs):
+            params, opt = carry
             rows, index = inputs                                          # rows (M, B)
             masks = _dropout_masks(plan, _fold(keys_dropout, index), batch)
-            wb = jnp.take_along_axis(w, rows, axis=1).T if plan.weighted else None
-            loss, grads = _objective_and_grads(plan, params, X[rows].transpose(1, 0, 2),
-                                               y[rows].T, wb, masks)
-            count = count + 1
-            params, opt = _apply_update(plan, params, grads, opt, count, lr)
-            return (params, opt, count), loss
+            wb = jnp.take_along_axis(w, rows, axis=1) if plan.weighted else None
+            params, opt, loss = descend(params, opt, X[rows], y[rows], wb, masks)
+            return (params, opt), loss
 
-        (params, opt, count), losses = jax.lax.scan(
-            step, (state.params, state.opt, state.count),
-            (batches.transpose(1, 0, 2), jnp.arange(num_batches)))
+        (params, opt), losses = jax.lax.scan(
+            batch_step, (state.params, opt), (batches.transpose(1, 0, 2), jnp.arange(num_batches)))
         train_loss = jnp.mean(losses, axis=0)
+        step = state.step + num_batches
 
     best_params, best_val, wait = state.best_params, state.best_val, state.wait
     stopped, stopped_epoch = state.stopped, state.stopped_epoch
@@ -406,17 +383,13 @@ def _epoch(plan: _Plan, state: _State, epoch, lr, X, y, w, X_val, y_val):
     if plan.early_stopping:
         # A member that stopped keeps its parameters; the work is still done
         # (vectorised members run in lockstep) but discarded.
-        def keep(new, old):
-            return jax.tree_util.tree_map(lambda a, b: jnp.where(_bcast(frozen, a), b, a),
-                                          new, old)
-        params = keep(params, state.params)
-        opt = keep(opt, state.opt)
+        params = _where_members(frozen, params, state.params)
+        opt = _where_members(frozen, opt, state.opt)
         train_loss = jnp.where(frozen, jnp.nan, train_loss)
-        z_val, _, _ = _forward_wide(plan, params, X_val, None)
-        val_loss = jnp.mean(_nll_and_logit_grad(plan.spec, z_val, y_val)[0], axis=0)
+        val_loss = -jnp.mean(nets_jax.log_likelihood_terms(
+            plan.spec, nets_jax.forward_logits(plan.spec, params, X_val), y_val), axis=-1)
         improved = (val_loss < best_val) & ~frozen
-        best_params = jax.tree_util.tree_map(
-            lambda a, b: jnp.where(_bcast(improved, a), a, b), params, best_params)
+        best_params = _where_members(improved, best_params, params)
         best_val = jnp.where(improved, val_loss, best_val)
         wait = jnp.where(improved, 0, jnp.where(frozen, wait, wait + 1))
         newly_stopped = ~frozen & (wait >= plan.patience)
@@ -427,10 +400,9 @@ def _epoch(plan: _Plan, state: _State, epoch, lr, X, y, w, X_val, y_val):
     hook_state = state.hook
     if plan.hook is not None:
         updated = jax.vmap(plan.hook.update, in_axes=(0, 0, None))(state.hook, params, epoch)
-        hook_state = jax.tree_util.tree_map(
-            lambda a, b: jnp.where(_bcast(frozen, a), b, a), updated, state.hook)
+        hook_state = _where_members(frozen, updated, state.hook)
 
-    new = _State(params, opt, count, state.key, best_params, best_val, wait, stopped,
+    new = _State(params, opt, step, state.key, best_params, best_val, wait, stopped,
                  stopped_epoch, hook_state)
     return new, (train_loss, val_loss)
 
@@ -518,17 +490,19 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
     params = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in spec.check_draws(init_params,
                                                                              "init_params").items()}
     num_members = next(iter(params.values())).shape[0]
-    X = jnp.asarray(X, dtype=jnp.float32)
-    y = jnp.asarray(y, dtype=jnp.int32)
-    n = X.shape[0]
+    # Device copies under their own names (the arguments stay numpy arrays).
+    X_dev = jnp.asarray(X, dtype=jnp.float32)
+    y_dev = jnp.asarray(y, dtype=jnp.int32)
+    n = X_dev.shape[0]
     if config.batch_size is not None and config.batch_size > n:
         raise InvalidInputError(
             f"batch_size must be at most the {n} training rows, got {config.batch_size}")
     early = config.validation_fraction > 0
     if early and (X_val is None or y_val is None or len(y_val) == 0):
         raise InvalidInputError("early stopping needs validation rows X_val, y_val")
-    X_val = jnp.asarray(X_val if early else np.zeros((1, X.shape[1])), dtype=jnp.float32)
-    y_val = jnp.asarray(y_val if early else np.zeros(1), dtype=jnp.int32)
+    X_val_dev = jnp.asarray(X_val if early else np.zeros((1, X_dev.shape[1])),
+                            dtype=jnp.float32)
+    y_val_dev = jnp.asarray(y_val if early else np.zeros(1), dtype=jnp.int32)
     weighted = weights is not None
     w = jnp.asarray(weights, dtype=jnp.float32) if weighted else jnp.ones((), jnp.float32)
     if weighted and w.shape != (num_members, n):
@@ -550,7 +524,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
                  weighted=weighted, early_stopping=early, patience=config.patience, hook=hook)
     hook_state = (jax.vmap(hook.init)(params) if hook is not None else ())
     members = _State(
-        params=params, opt=_init_opt(plan, params), count=jnp.zeros((), jnp.int32), key=keys,
+        params=params, opt=_optimizer(plan).init(params), step=jnp.zeros((), jnp.int32), key=keys,
         best_params=params, best_val=jnp.full(num_members, jnp.inf, jnp.float32),
         wait=jnp.zeros(num_members, jnp.int32), stopped=jnp.zeros(num_members, bool),
         stopped_epoch=jnp.full(num_members, num_epochs, jnp.int32), hook=hook_state)
@@ -577,7 +551,8 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
         for b in range(num_blocks):
             sl = slice(b * block, (b + 1) * block)
             members, (loss, val) = _block_jit(plan, members, epochs[sl], lrs_padded[sl],
-                                              active[sl], X, y, w, X_val, y_val)
+                                              active[sl], X_dev, y_dev, w, X_val_dev,
+                                              y_val_dev)
             losses.append(np.asarray(loss))
             val_losses.append(np.asarray(val))
             if bar is not None:
@@ -599,11 +574,10 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
             f"(now {config.learning_rate}) or standardise the features")
     hook_out = jax.tree_util.tree_map(np.array, members.hook) if hook is not None else None
     stopped_epoch = np.minimum(np.asarray(members.stopped_epoch), run)
-    steps_per_epoch = 1 if config.batch_size is None else n // config.batch_size
     return TrainResult(params=params_out, loss=loss, val_loss=val_loss,
                        stopped_epoch=stopped_epoch, hook_state=hook_out,
                        seconds=time.perf_counter() - start,
-                       num_steps=int(members.count))
+                       num_steps=int(members.step))
 
 
 def fit_members(spec: MLPSpec, data, config: TrainingConfig, *, seed: int, num_members: int,
