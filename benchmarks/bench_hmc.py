@@ -1,28 +1,45 @@
-"""NUTS on a 50-10-10-1 network, n = 2000: uqzoo vs plain NumPyro vs Pyro, side by side.
+"""NUTS on a 50-10-10-1 network, n = 2000: uqzoo vs plain NumPyro, over several seeds.
 
-Measures, in one process:
+Arms, run interleaved seed by seed in one process (the arm order rotates
+with the seed, so a change of machine load falls on every arm alike):
 
 - ``plain``: a hand-written NumPyro NUTS script of the same model (one chain,
   ``numpyro.infer.MCMC``), the baseline users would write themselves;
 - ``uqzoo1``: ``uz.fit("hmc", ..., num_chains=1)`` with the same settings;
 - ``uqzoo4``: uqzoo's default, 4 chains in parallel threads;
 - ``seq4``: the same 4 chains one after another (``chain_method="sequential"``);
+- ``vec4``: the same 4 chains ``vmap``-ed (``chain_method="vectorized"``);
 - ``pyro``: Pyro NUTS with ``jit_compile=True`` (fewer iterations by default:
-  it is ~4× slower; ESS/s is a rate, so it stays comparable);
-- ``coverage``: sim-teacher (p = 5, 2×10 network, n_train = 1000) coverage of
-  the true probability by NUTS's 80 % and 95 % equal-tailed intervals.
+  it is ~4× slower; ESS/s is a rate, so it stays comparable).
 
-ESS/s = median over 10 test points of the bulk ESS (ArviZ) of the posterior
-predictive probability, divided by the wall time of the whole fit including
-compilation (each part starts from empty compilation caches).
+``--coverage`` adds the sim-teacher (p = 5, 2×10 network, n_train = 1000)
+coverage of the true probability by NUTS's 80 % and 95 % intervals.
 
-Run: ``python benchmarks/bench_hmc.py [--parts plain,uqzoo1,uqzoo4,seq4,pyro,coverage]``
+Per arm and seed: wall seconds of the whole fit including compilation (JAX's
+caches and uqzoo's program cache are cleared before every arm), median over
+10 test points of the bulk ESS (ArviZ) of the posterior predictive
+probability, ESS/s, and leapfrog steps (= gradient evaluations, warm-up and
+sampling, all chains) per wall second, the sampler's cost rate apart from its
+efficiency per draw. Summary: the median of each over the seeds, and each
+arm's median ESS/s over plain NumPyro's.
+
+The plain arm is one ``MCMC.run`` call, as a user writes it. One ``run``
+cannot report the warm-up's ``num_steps``, so its NUTS kernel is a subclass
+that keeps a running sum of leapfrog steps in the state's ``trajectory_length``
+field, which NUTS carries but never reads (one integer add per iteration).
+
+Run: ``python benchmarks/bench_hmc.py [--parts plain,uqzoo1,uqzoo4] [--seeds 0,1,2]
+[--num-warmup 500] [--num-samples 1000] [--json out.json]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import statistics
+import subprocess
 import time
 import warnings
 
@@ -31,28 +48,63 @@ import numpy as np
 import uqzoo as uz
 from uqzoo.methods import _diagnostics, hmc
 
+TARGETS = {"uqzoo1": 0.9, "uqzoo4": 1.7}
 
-def problem(seed=0):
-    data = uz.datasets.load("sim-teacher", p=50, n_train=2000, n_test=10, seed=seed)
+
+def problem(n_train=2000, seed=0):
+    data = uz.datasets.load("sim-teacher", p=50, n_train=n_train, n_test=10, seed=seed)
     return data, uz.MLPSpec(50, 2, hidden=(10, 10))
 
 
-def ess_per_second(spec, draws_by_chain, X_test, seconds):
+def median_bulk_ess(spec, draws_by_chain, X_test):
     """draws_by_chain: dict of (chains, draws, *shape) arrays."""
     chains, per_chain = next(iter(draws_by_chain.values())).shape[:2]
     flat = {k: v.reshape((chains * per_chain,) + v.shape[2:]) for k, v in draws_by_chain.items()}
     proba = uz.predict_proba_draws(spec, flat, X_test)[..., 1]
     ess = _diagnostics.rhat_ess(proba.reshape(chains, per_chain, -1))["ess_bulk"]
-    return float(np.median(ess)), float(np.median(ess)) / seconds
+    return float(np.median(ess))
 
 
-def run_plain(data, spec, num_warmup, num_samples, seed):
-    """What a user writes by hand: the model in NumPyro, one chain, MCMC.run."""
+def clear_compilation_caches():
+    """Every arm pays its compilation, as a fresh process would."""
+    import jax
+
+    hmc._numpyro_program.cache_clear()
+    jax.clear_caches()
+
+
+def counting_nuts():
+    """NumPyro's NUTS, also summing leapfrog steps (warm-up included) in the state.
+
+    ``HMCState.trajectory_length`` is used by HMC only; NUTS passes it along
+    unread (NumPyro's NUTS sets it to None), so it can carry the count without
+    changing the chain.
+    """
+    import jax.numpy as jnp
+    from numpyro.infer import NUTS
+
+    class CountingNUTS(NUTS):
+        def init(self, *args, **kwargs):
+            state = super().init(*args, **kwargs)
+            return state._replace(trajectory_length=jnp.zeros((), jnp.int32))
+
+        def sample(self, state, model_args, model_kwargs):
+            new = super().sample(state, model_args, model_kwargs)
+            return new._replace(trajectory_length=state.trajectory_length + new.num_steps)
+
+    return CountingNUTS
+
+
+def run_plain(data, spec, seed, num_warmup, num_samples):
+    """What a user writes by hand: the model in NumPyro, one chain, MCMC.run.
+
+    Returns draws (chains, draws, ...), wall seconds and leapfrog steps.
+    """
     import jax
     import jax.numpy as jnp
     import numpyro
     import numpyro.distributions as dist
-    from numpyro.infer import MCMC, NUTS
+    from numpyro.infer import MCMC
 
     def model(X, y):
         h = X
@@ -66,21 +118,22 @@ def run_plain(data, spec, num_warmup, num_samples, seed):
         numpyro.sample("y", dist.Bernoulli(logits=h[:, 0]), obs=y)
 
     t0 = time.perf_counter()
-    mcmc = MCMC(NUTS(model), num_warmup=num_warmup, num_samples=num_samples, num_chains=1,
-                progress_bar=False)
-    mcmc.run(jax.random.key(seed), jnp.asarray(data.X_train), jnp.asarray(data.y_train))
+    mcmc = MCMC(counting_nuts()(model), num_warmup=num_warmup, num_samples=num_samples,
+                num_chains=1, progress_bar=False)
+    mcmc.run(jax.random.key(seed), jnp.asarray(data.X_train), jnp.asarray(data.y_train),
+             extra_fields=("trajectory_length",))
     samples = mcmc.get_samples(group_by_chain=True)
     jax.block_until_ready(samples)
     seconds = time.perf_counter() - t0
+    leapfrog = int(np.asarray(mcmc.get_extra_fields()["trajectory_length"])[-1])
     draws = {}
     for i in range(3):
         draws[f"layers.{i}.weight"] = np.asarray(samples[f"w{i}"])
         draws[f"layers.{i}.bias"] = np.asarray(samples[f"b{i}"])
-    return draws, seconds
+    return draws, seconds, leapfrog
 
 
 def run_uqzoo(data, spec, seed, **config):
-    hmc._numpyro_program.cache_clear()       # pay compilation, like the plain script
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", uz.ConvergenceWarning)
@@ -88,7 +141,111 @@ def run_uqzoo(data, spec, seed, **config):
     seconds = time.perf_counter() - t0
     chains, per_chain = post.sample_shape
     draws = {k: v.reshape((chains, per_chain) + v.shape[1:]) for k, v in post.draws.items()}
-    return draws, seconds, post, [str(w.message) for w in caught]
+    d = post.diagnostics
+    leapfrog = (d["leapfrog_steps_warmup"] + d["leapfrog_steps_sampling"]
+                if "leapfrog_steps_warmup" in d else None)
+    return draws, seconds, leapfrog, [str(w.message) for w in caught]
+
+
+def run_arm(arm, data, spec, seed, num_warmup, num_samples, pyro_warmup, pyro_samples):
+    """One fit; returns (draws, seconds, leapfrog steps or None, extra dict)."""
+    settings = dict(num_warmup=num_warmup, num_samples=num_samples)
+    if arm == "plain":
+        draws, seconds, leapfrog = run_plain(data, spec, seed, **settings)
+        return draws, seconds, leapfrog, {}
+    config = {"uqzoo1": dict(num_chains=1), "uqzoo4": {},
+              "seq4": dict(chain_method="sequential"),
+              "vec4": dict(chain_method="vectorized"),
+              "pyro": dict(backend="pyro", jit_compile=True, num_chains=1)}[arm]
+    if arm == "pyro":
+        settings = dict(num_warmup=pyro_warmup, num_samples=pyro_samples)
+    draws, seconds, leapfrog, messages = run_uqzoo(data, spec, seed, **config, **settings)
+    return draws, seconds, leapfrog, {"warnings": messages, **settings}
+
+
+def machine():
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
+                      if line.startswith("Model name")), platform.processor())
+    except (OSError, subprocess.CalledProcessError):
+        model = platform.processor()
+    import jax
+    import numpyro
+    return {"cpu": model, "cores_available": len(os.sched_getaffinity(0)),
+            "jax": jax.__version__, "numpyro": numpyro.__version__,
+            "python": platform.python_version()}
+
+
+def warm_up_process(arms):
+    """Import everything and start JAX's backend on a tiny problem (untimed)."""
+    data, spec = problem(n_train=100)
+    for arm in arms:
+        clear_compilation_caches()
+        run_arm(arm, data, spec, 0, 5, 5, 5, 5)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parts", default="plain,uqzoo1,uqzoo4",
+                        help="comma-separated arms: plain, uqzoo1, uqzoo4, seq4, vec4, pyro")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--n-train", type=int, default=2000)
+    parser.add_argument("--num-warmup", type=int, default=500)
+    parser.add_argument("--num-samples", type=int, default=1000)
+    parser.add_argument("--pyro-warmup", type=int, default=100)
+    parser.add_argument("--pyro-samples", type=int, default=200)
+    parser.add_argument("--coverage", action="store_true")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    arms = args.parts.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    data, spec = problem(n_train=args.n_train)
+    X_test = np.array(data.X_test)
+    results = {"machine": machine(), "settings": vars(args), "runs": []}
+    print(results["machine"], flush=True)
+    warm_up_process(arms)
+
+    for i, seed in enumerate(seeds):
+        order = arms[i % len(arms):] + arms[:i % len(arms)]
+        for arm in order:
+            clear_compilation_caches()
+            load_before = os.getloadavg()[0]
+            draws, seconds, leapfrog, extra = run_arm(
+                arm, data, spec, seed, args.num_warmup, args.num_samples,
+                args.pyro_warmup, args.pyro_samples)
+            ess = median_bulk_ess(spec, draws, X_test)
+            row = {"arm": arm, "seed": seed, "seconds": round(seconds, 1),
+                   "median_bulk_ess": round(ess, 1), "ess_per_second": round(ess / seconds, 3),
+                   "leapfrog_steps": leapfrog,
+                   "leapfrog_per_second": round(leapfrog / seconds) if leapfrog else None,
+                   "load_before": load_before, "load_after": os.getloadavg()[0],
+                   **{k: (len(v) if k == "warnings" else v) for k, v in extra.items()}}
+            results["runs"].append(row)
+            print(row, flush=True)
+
+    summary = {}
+    for arm in arms:
+        rows = [r for r in results["runs"] if r["arm"] == arm]
+        summary[arm] = {key: statistics.median(r[key] for r in rows)
+                        for key in ("seconds", "median_bulk_ess", "ess_per_second",
+                                    "leapfrog_per_second") if rows[0][key] is not None}
+    if "plain" in summary:
+        base = summary["plain"]["ess_per_second"]
+        for arm, s in summary.items():
+            s["ess_per_second_vs_plain"] = round(s["ess_per_second"] / base, 2)
+    results["summary"] = summary
+    print("\nmedians over seeds", seeds)
+    for arm, s in summary.items():
+        target = f" (target ≥ {TARGETS[arm]})" if arm in TARGETS and "plain" in summary else ""
+        print(f"  {arm:7s} {s}{target}")
+
+    if args.coverage:
+        results["sim_teacher_coverage"] = coverage()
+        print("sim_teacher_coverage", results["sim_teacher_coverage"], flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
 
 
 def coverage(seed=0):
@@ -111,74 +268,6 @@ def coverage(seed=0):
         out[f"coverage_{level}"] = float(covered.mean())
         out[f"mean_width_{level}"] = float((hi[:, 1] - lo[:, 1]).mean())
     return out
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--parts", default="plain,uqzoo1,uqzoo4,seq4,pyro,coverage")
-    parser.add_argument("--num-warmup", type=int, default=500)
-    parser.add_argument("--num-samples", type=int, default=1000)
-    parser.add_argument("--pyro-warmup", type=int, default=100)
-    parser.add_argument("--pyro-samples", type=int, default=200)
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
-    parts = args.parts.split(",")
-    data, spec = problem()
-    X_test = np.array(data.X_test)
-    settings = dict(num_warmup=args.num_warmup, num_samples=args.num_samples)
-    results = {}
-
-    def report(name, draws, seconds, extra=None):
-        ess, rate = ess_per_second(spec, draws, X_test, seconds)
-        results[name] = {"seconds": round(seconds, 1), "median_bulk_ess": round(ess, 1),
-                         "ess_per_second": round(rate, 3), **(extra or {})}
-        print(name, results[name], flush=True)
-
-    if "plain" in parts:
-        draws, seconds = run_plain(data, spec, seed=0, **settings)
-        report("plain_numpyro_1chain", draws, seconds)
-    if "uqzoo1" in parts:
-        draws, seconds, _, msgs = run_uqzoo(data, spec, 0, num_chains=1, **settings)
-        report("uqzoo_hmc_1chain", draws, seconds, {"warnings": len(msgs)})
-    if "uqzoo4" in parts:
-        draws, seconds, post, msgs = run_uqzoo(data, spec, 0, **settings)
-        report("uqzoo_hmc_4chains_parallel", draws, seconds, {"warnings": len(msgs)})
-    if "seq4" in parts:
-        draws, seconds, post, msgs = run_uqzoo(data, spec, 0, chain_method="sequential",
-                                               **settings)
-        report("uqzoo_hmc_4chains_sequential", draws, seconds, {"warnings": len(msgs)})
-    if "vec4" in parts:
-        draws, seconds, post, msgs = run_uqzoo(data, spec, 0, chain_method="vectorized",
-                                               **settings)
-        report("uqzoo_hmc_4chains_vectorized", draws, seconds, {"warnings": len(msgs)})
-    if "pyro" in parts:
-        draws, seconds, post, msgs = run_uqzoo(
-            data, spec, 0, backend="pyro", jit_compile=True, num_chains=1,
-            num_warmup=args.pyro_warmup, num_samples=args.pyro_samples)
-        report("pyro_jit_1chain", draws, seconds,
-               {"num_warmup": args.pyro_warmup, "num_samples": args.pyro_samples})
-    if "coverage" in parts:
-        results["sim_teacher_coverage"] = coverage()
-        print("sim_teacher_coverage", results["sim_teacher_coverage"], flush=True)
-
-    r = results
-    if "plain_numpyro_1chain" in r:
-        base = r["plain_numpyro_1chain"]["ess_per_second"]
-        for name, target in (("uqzoo_hmc_1chain", 0.9), ("uqzoo_hmc_4chains_parallel", 1.7),
-                             ("pyro_jit_1chain", None)):
-            if name in r:
-                print(f"{name}: {r[name]['ess_per_second'] / base:.2f}× plain NumPyro ESS/s"
-                      + (f" (target ≥ {target})" if target else ""))
-    if "pyro_jit_1chain" in r and "uqzoo_hmc_1chain" in r:
-        print(f"uqzoo 1 chain vs Pyro jit: "
-              f"{r['uqzoo_hmc_1chain']['ess_per_second'] / r['pyro_jit_1chain']['ess_per_second']:.2f}× "
-              f"(target ≥ 3)")
-    if "uqzoo_hmc_4chains_parallel" in r and "uqzoo_hmc_4chains_sequential" in r:
-        ratio = r["uqzoo_hmc_4chains_parallel"]["seconds"] / r["uqzoo_hmc_4chains_sequential"]["seconds"]
-        print(f"4 chains parallel / sequential wall time: {ratio:.2f} (target ≤ 0.65)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":
