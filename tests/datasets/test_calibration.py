@@ -64,3 +64,21 @@ def test_calibration_check_can_fail():
     data = datasets.load("sim-teacher", p=5, n_train=200, n_test=50_000, seed=3)
     with pytest.raises(AssertionError):
         assert_calibrated(np.clip(data.p_true_test[:, 1] + 0.1, 0, 1), data.y_test)
+
+
+@pytest.mark.parametrize("covariance", ["shared", "unequal"])
+@pytest.mark.parametrize("balance", [0.5, 0.2])
+def test_gaussian_mixture_p_true_is_the_calibrated_bayes_posterior(covariance, balance):
+    """Labels are drawn first and x given y, so calibration of p_true checks the
+    Bayes-posterior formula itself, not merely how y was sampled."""
+    data = datasets.load("gaussian-mixture", p=4, n_train=50, n_test=40_000, seed=3,
+                         covariance=covariance, balance=balance)
+    assert_calibrated(data.p_true_test[:, 1], data.y_test)
+    # and the class balance is the prior: mean posterior = P(y = 1)
+    se = np.sqrt(balance * (1 - balance) / data.n_test)
+    assert abs(data.p_true_test[:, 1].mean() - balance) <= N_SE * se
+
+
+def test_nonlinear_logistic_p_true_is_calibrated():
+    data = datasets.load("nonlinear-logistic", p=6, n_train=50, n_test=40_000, seed=4)
+    assert_calibrated(data.p_true_test[:, 1], data.y_test)

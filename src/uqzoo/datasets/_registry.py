@@ -9,6 +9,7 @@ from uqzoo._validation import _show, check_choice
 from uqzoo.datasets import real
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets.hsi_sim import load_hsi_sim
+from uqzoo.datasets.known_truth import load_gaussian_mixture, load_nonlinear_logistic
 from uqzoo.datasets.simulated import load_sim_teacher
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
@@ -17,6 +18,8 @@ __all__ = ["load", "names", "options"]
 LOADERS: dict[str, Callable[..., ClassificationData]] = {
     "sim-teacher": load_sim_teacher,
     "hsi-sim": load_hsi_sim,
+    "gaussian-mixture": load_gaussian_mixture,
+    "nonlinear-logistic": load_nonlinear_logistic,
     "indian-pines": real.load_indian_pines,
     "muufl-target": real.load_muufl_target,
     "breast-cancer": real.load_breast_cancer,
@@ -59,8 +62,9 @@ def load(name: str, **options_: object) -> ClassificationData:
     Parameters
     ----------
     name : str
-        One of :func:`names`: ``"sim-teacher"``, ``"hsi-sim"`` (simulated,
-        with exact ``p_true_test``), ``"indian-pines"``, ``"muufl-target"``
+        One of :func:`names`: ``"sim-teacher"``, ``"hsi-sim"``,
+        ``"gaussian-mixture"``, ``"nonlinear-logistic"`` (simulated, with exact
+        ``p_true_test``), ``"indian-pines"``, ``"muufl-target"``
         (real hyperspectral), ``"breast-cancer"``, ``"wine"``, ``"iris"``,
         ``"digits"``, ``"penguins"``, ``"caravan"`` (real tabular).
     **options_
