@@ -286,3 +286,21 @@ def test_concurrent_calls_agree_and_restore_torch_threads():
     assert torch.get_num_threads() == before
     for r in results:
         assert_within_rounding(r, expected, spec, bound)
+
+
+@pytest.mark.parametrize(("n_classes", "num_draws"), [(2, 5), (2, 60), (3, 60)])
+def test_order_statistic_summary_equals_credible_interval(n_classes, num_draws):
+    """The streamed order-statistic bounds are credible_interval's, to float32 rounding;
+    with too few draws for a level, the whole range [0, 1]."""
+    from uqzoo.metrics import credible_interval
+    spec, draws, X = make_case((10,), n_classes, num_draws=num_draws, n_points=23)
+    p, bound = draws_proba64(spec, draws, X)
+    ci = credible_interval(p, LEVELS, kind="order_statistic")
+    s = summarize(spec, draws, X, LEVELS, interval="order_statistic")
+    assert s.interval_kind == "order_statistic"
+    assert np.all(np.abs(s.lower - ci.lower) <= bound.max(0) + 4 * U32)
+    assert np.all(np.abs(s.upper - ci.upper) <= bound.max(0) + 4 * U32)
+    if num_draws == 5:                      # 95 % needs S >= 39
+        assert np.all(s.lower[-1] == 0.0) and np.all(s.upper[-1] == 1.0)   # 95 %: S < 39
+    with pytest.raises(uz.InvalidInputError, match="interval"):
+        summarize(spec, draws, X, interval="hdi")

@@ -216,13 +216,14 @@ class Posterior:
         return np.asarray(self.classes)[index]
 
     def summarize(self, X: object, levels: Sequence[float] = engine.DEFAULT_LEVELS,
-                  chunk_size: int | None = None, workers: int | None = None,
+                  chunk_size: int | None = None, interval: str = "equal_tailed",
+                  workers: int | None = None,
                   progress_bar: bool = False) -> engine.PredictiveSummary:
         """Streamed per-point summary (mean, interval bounds per level); see
         :func:`uqzoo.predictive.summarize`. Memory O(S × chunk_size) per worker."""
         return engine.summarize(self.spec, self.draws, X, levels, anchor=self._anchor(),
-                                chunk_size=chunk_size, workers=workers,
-                                progress_bar=progress_bar)
+                                chunk_size=chunk_size, interval=interval,
+                                workers=workers, progress_bar=progress_bar)
 
     def _anchor(self):
         return self.anchor if self.predictive == "glm" else None

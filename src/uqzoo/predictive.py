@@ -28,8 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from uqzoo._validation import DEFAULT_LEVELS, as_float_matrix, check_int, check_levels
+from uqzoo._validation import (
+    DEFAULT_LEVELS,
+    as_float_matrix,
+    check_choice,
+    check_int,
+    check_levels,
+)
 from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.metrics.intervals import quantile_plan
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
 
@@ -41,6 +48,8 @@ __all__ = [
     "summarize",
 ]
 
+# Intervals the streaming summary can read from the sorted draws.
+SUMMARY_INTERVALS = ("equal_tailed", "order_statistic")
 
 # Work-buffer budget per chunk, in float32 elements: a worker's largest
 # buffer holds S × chunk × K (or, linearised, S × chunk × widest layer)
@@ -90,6 +99,9 @@ class PredictiveSummary:
         information (the epistemic part of the predictive entropy).
     num_draws : int
         S, the number of parameter draws summarised.
+    interval_kind : {"equal_tailed", "order_statistic"}
+        How the bounds were read from the S draws
+        (:func:`uqzoo.metrics.quantile_plan`).
     """
 
     mean: np.ndarray
@@ -98,9 +110,10 @@ class PredictiveSummary:
     upper: np.ndarray
     expected_entropy: np.ndarray | None
     num_draws: int
+    interval_kind: str = "equal_tailed"
 
     def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) bounds, each (N, K), of the equal-tailed interval at ``level``."""
+        """(lower, upper) bounds, each (N, K), of the interval at ``level``."""
         matches = [i for i, lv in enumerate(self.levels) if math.isclose(lv, level)]
         if not matches:
             raise InvalidInputError(
@@ -332,27 +345,13 @@ def predict_proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
     return out
 
 
-def _order_statistic_plan(num_draws: int, levels: Sequence[float]):
-    """Order-statistic indices and weights reproducing ``np.quantile`` (linear).
-
-    Returns the sorted unique ranks to select, and for each quantile the pair
-    of ranks and the interpolation fraction.
-    """
-    qs = []
-    for level in levels:
-        qs += [(1 - level) / 2, (1 + level) / 2]
-    plan = []
-    for q in qs:
-        pos = q * (num_draws - 1)
-        lo = math.floor(pos)
-        hi = min(lo + 1, num_draws - 1)
-        plan.append((lo, hi, pos - lo))
-    ranks = sorted({r for lo, hi, _ in plan for r in (lo, hi)})
-    return ranks, plan
+def _ranks(plan: list[tuple[int, int, float]]) -> list[int]:
+    """The sorted distinct ranks a quantile plan reads."""
+    return sorted({r for lo, hi, _ in plan for r in (lo, hi)})
 
 
 def _interpolate(selected: np.ndarray, ranks: list[int], plan) -> np.ndarray:
-    """Quantiles from partitioned values; ``selected`` has ranks on the last axis."""
+    """Quantiles from sorted values; ``selected`` has the plan's ranks on the last axis."""
     index = {r: i for i, r in enumerate(ranks)}
     out = []
     for lo, hi, frac in plan:
@@ -462,7 +461,8 @@ def default_workers() -> int:
 def summarize(spec: MLPSpec, draws: Mapping, X: object,
               levels: Sequence[float] = DEFAULT_LEVELS, *,
               anchor: Mapping | None = None, chunk_size: int | None = None,
-              workers: int | None = None, progress_bar: bool = False) -> PredictiveSummary:
+              interval: str = "equal_tailed", workers: int | None = None,
+              progress_bar: bool = False) -> PredictiveSummary:
     """Stream the posterior predictive over X in chunks and summarise each point.
 
     Parameters
@@ -477,6 +477,11 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
         Linearise the network around these parameters (Laplace "glm").
     chunk_size : int, optional
         Rows per chunk. Memory is O(S × chunk_size × K) per worker.
+    interval : {"equal_tailed", "order_statistic"}
+        Percentile intervals interpolated as ``np.quantile`` does, or
+        order-statistic intervals that hold a new exchangeable draw with
+        probability at least the level for any S (see
+        :func:`uqzoo.metrics.min_draws`).
     workers : int, optional
         Worker threads the chunks are spread over; by default the cores
         available to the process (:func:`default_workers`). With 1, the
@@ -523,7 +528,9 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     forward = _Forward(spec, draws, anchor)
     S, N, K = forward.num_draws, X.shape[0], spec.n_classes
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
-    ranks, plan = _order_statistic_plan(S, levels)
+    interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
+    plan, unbounded = quantile_plan(S, levels, interval)
+    ranks = _ranks(plan)
     L = len(levels)
     mean = np.empty((N, K))
     lower = np.empty((L, N, K))
@@ -571,5 +578,10 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     finally:
         if bar is not None:
             bar.close()
+    # Too few draws for an order-statistic interval at these levels: the honest
+    # interval is the whole range.
+    lower[list(unbounded)] = 0.0
+    upper[list(unbounded)] = 1.0
     return PredictiveSummary(mean=mean, levels=levels, lower=lower, upper=upper,
-                             expected_entropy=expected_entropy, num_draws=S)
+                             expected_entropy=expected_entropy, num_draws=S,
+                             interval_kind=interval)

@@ -79,3 +79,48 @@ def test_intervals_nested_across_levels(seed, S, kind):
     assert np.all(lo <= hi)
     if kind == "equal_tailed":          # the sample HDI need not nest
         assert np.all(np.diff(lo, axis=0) <= 0) and np.all(np.diff(hi, axis=0) >= 0)
+
+
+def test_order_statistic_interval_reads_the_named_ranks():
+    draws = beta_draws(np.random.default_rng(5), 19, 4)
+    srt = np.sort(draws, axis=0)
+    ci = credible_interval(draws, (0.8, 0.95), kind="order_statistic")
+    # S = 19: r = ⌊20 · 0.1⌋ = 2 at 80 %; ⌊20 · 0.025⌋ = 0 at 95 %: no interior ranks.
+    np.testing.assert_array_equal(ci.interval(0.8)[0], srt[1])
+    np.testing.assert_array_equal(ci.interval(0.8)[1], srt[17])
+    np.testing.assert_array_equal(ci.interval(0.95)[0], 0.0)
+    np.testing.assert_array_equal(ci.interval(0.95)[1], 1.0)
+    assert ci.kind == "order_statistic"
+
+
+@pytest.mark.parametrize("level", [0.5, 0.8, 0.9, 0.95])
+def test_min_draws_is_where_order_statistic_intervals_begin(level):
+    from uqzoo.metrics import min_draws, quantile_plan
+    s = min_draws(level)
+    assert quantile_plan(s, (level,), "order_statistic")[1] == ()
+    assert quantile_plan(s - 1, (level,), "order_statistic")[1] == (0,) or s == 1
+
+
+@pytest.mark.parametrize("S", [5, 9, 20, 39])
+def test_order_statistic_intervals_hold_a_fresh_draw_at_least_as_often_as_claimed(S):
+    """Exchangeable draws: a fresh draw lands inside [x_(r), x_(S+1-r)] with probability
+    exactly (S + 1 - 2r)/(S + 1) >= L, whatever S; the percentile interval of few
+    draws does not. Checked over R replicates within 4 binomial standard errors."""
+    from uqzoo.metrics import quantile_plan
+    R, level = 20_000, 0.8
+    rng = np.random.default_rng(S)
+    p = rng.beta(2, 5, size=(S + 1, R, 1))
+    draws = np.concatenate([1 - p[:-1], p[:-1]], axis=-1)
+    fresh = p[-1, :, 0]
+    ci = credible_interval(draws, level, kind="order_statistic")
+    lo, hi = ci.interval(level)
+    inside = (lo[:, 1] <= fresh) & (fresh <= hi[:, 1])
+    plan, unbounded = quantile_plan(S, (level,), "order_statistic")
+    exact = 1.0 if unbounded else (plan[1][0] - plan[0][0]) / (S + 1)
+    se = np.sqrt(max(exact * (1 - exact), 1 / R) / R)
+    assert exact >= level
+    assert abs(inside.mean() - exact) <= 4 * se
+    if S == 5:                     # the interpolated percentile interval under-covers
+        lo_p, hi_p = credible_interval(draws, level).interval(level)
+        percentile = np.mean((lo_p[:, 1] <= fresh) & (fresh <= hi_p[:, 1]))
+        assert percentile < level - 4 * se

@@ -1,4 +1,4 @@
-"""Metrics on plain numpy arrays: intervals, coverage, HCS, calibration, selective prediction.
+"""Metrics on plain numpy arrays: intervals, coverage, HCS, calibration, selection, detection.
 
 Notation: draws (S, N, K); probs = posterior-mean probabilities (N, K);
 y (N,) labels in 0..K-1; p_true (N, K) when known.
@@ -22,8 +22,21 @@ from uqzoo.metrics.calibration import (
     rmsce,
 )
 from uqzoo.metrics.coverage import CoverageResult, IntervalWidth, coverage, interval_width
+from uqzoo.metrics.detection import (
+    DetectionROC,
+    PdAtFar,
+    clopper_pearson,
+    detection_roc,
+    pd_at_far,
+)
 from uqzoo.metrics.hcs import HCSSummary, HighConfidenceSet, hcs_summary, high_confidence_set
-from uqzoo.metrics.intervals import DEFAULT_LEVELS, CredibleInterval, credible_interval
+from uqzoo.metrics.intervals import (
+    DEFAULT_LEVELS,
+    CredibleInterval,
+    credible_interval,
+    min_draws,
+    quantile_plan,
+)
 from uqzoo.metrics.selective import (
     RiskCoverageCurve,
     accuracy,
@@ -60,12 +73,14 @@ __all__ = [
     "ClasswiseCalibrationAccumulator",
     "CoverageResult",
     "CredibleInterval",
+    "DetectionROC",
     "HCSAccumulator",
     "HCSSummary",
     "HighConfidenceSet",
     "IntervalAccumulator",
     "IntervalSummary",
     "IntervalWidth",
+    "PdAtFar",
     "ReliabilityCurve",
     "RiskCoverageCurve",
     "ScoreAccumulator",
@@ -80,8 +95,10 @@ __all__ = [
     "brier",
     "calibration_bins",
     "classwise_ece",
+    "clopper_pearson",
     "coverage",
     "credible_interval",
+    "detection_roc",
     "eaurc",
     "ece",
     "expected_entropy",
@@ -91,10 +108,13 @@ __all__ = [
     "interval_width_score",
     "max_probability",
     "mce",
+    "min_draws",
     "misclassification_auroc",
     "mutual_information",
     "nll",
+    "pd_at_far",
     "predictive_entropy",
+    "quantile_plan",
     "reliability_curve",
     "risk_coverage_curve",
     "rmsce",
