@@ -13,6 +13,7 @@ import numpy as np
 
 from uqzoo._validation import check_choice, check_float, check_int, check_seed
 from uqzoo.datasets._base import ClassificationData
+from uqzoo.datasets._splits import blocked_test_mask, guard_band
 from uqzoo.datasets._standardize import check_test_size, stratified_split
 from uqzoo.datasets._standardize import standardize as _standardize
 from uqzoo.errors import InvalidInputError, InvalidTypeError
@@ -208,48 +209,6 @@ def load_caravan(*, test_size: float = 0.25, seed: int = 0,
                     feature_names=feature_names)
 
 
-def _blocked_split(gt: np.ndarray, test_size: float, block_size: int, buffer: int,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Spatial-block split of the labelled pixels of a label image (0 = unlabelled).
-
-    Blocks of ``block_size`` × ``block_size`` pixels are visited in a seeded
-    random order; a block goes to test while the test count of its majority
-    class stays within ``test_size`` of that class's total, otherwise to
-    training, which keeps the split roughly stratified. Training pixels
-    within ``buffer`` pixels (Chebyshev distance) of a test pixel are then
-    dropped, so no training pixel neighbours a test pixel.
-
-    Returns boolean (H, W) masks ``train``, ``test``.
-    """
-    rng = np.random.default_rng(seed)
-    height, width = gt.shape
-    block_id = (np.arange(height)[:, None] // block_size) * (-(-width // block_size)) + \
-        np.arange(width)[None, :] // block_size
-    labelled = gt > 0
-    n_classes = int(gt.max())
-    total = np.bincount(gt[labelled], minlength=n_classes + 1)
-    quota = test_size * total
-    test_count = np.zeros(n_classes + 1)
-    test_blocks = []
-    for b in rng.permutation(np.unique(block_id[labelled])):
-        counts = np.bincount(gt[(block_id == b) & labelled], minlength=n_classes + 1)
-        counts[0] = 0
-        major = counts.argmax()
-        if test_count[major] + counts[major] <= quota[major]:
-            test_count += counts
-            test_blocks.append(b)
-    test = np.isin(block_id, test_blocks) & labelled
-    near_test = test.copy()
-    if buffer > 0:
-        padded = np.pad(test, buffer)
-        for dr in range(-buffer, buffer + 1):
-            for dc in range(-buffer, buffer + 1):
-                near_test |= padded[buffer + dr:buffer + dr + height,
-                                    buffer + dc:buffer + dc + width]
-    train = labelled & ~near_test
-    return train, test
-
-
 def load_indian_pines(*, split: str = "random", test_size: float = 0.25, seed: int = 0,
                       block_size: int = 10, buffer: int = 1,
                       standardize: bool = True) -> ClassificationData:
@@ -261,10 +220,13 @@ def load_indian_pines(*, split: str = "random", test_size: float = 0.25, seed: i
         ``"random"``: a stratified random split of the labelled pixels, so
         training and test pixels are often neighbours (optimistic accuracy).
         ``"blocked"``: whole ``block_size`` × ``block_size`` blocks go to
-        test, roughly stratified, and training pixels within ``buffer``
-        pixels of a test pixel are dropped, so the test set measures
-        generalisation to unseen places. Small classes may end up on one side
-        only (``meta["class_counts_train"]``, ``meta["class_counts_test"]``).
+        test, roughly stratified with rare classes served first, and
+        training pixels within ``buffer`` pixels of a test pixel are
+        dropped, so the test set measures generalisation to unseen places
+        (the rule shared with ``from_hsi(split="blocks")``; see
+        ``uqzoo.datasets._splits``). Every class keeps training and test
+        pixels whenever its blocks allow (``meta["class_counts_train"]``,
+        ``meta["class_counts_test"]``).
     test_size : float in (0, 1)
         Target fraction of each class held out.
     seed : int
@@ -312,7 +274,10 @@ def load_indian_pines(*, split: str = "random", test_size: float = 0.25, seed: i
         is_train = np.zeros(y.size, bool)
         is_train[train] = True
     else:
-        train_mask, test_mask = _blocked_split(gt, test_size, block_size, buffer, seed)
+        codes = gt - 1                                  # -1 = unlabelled
+        test_mask = blocked_test_mask(codes, test_size, (block_size, block_size), seed,
+                                      guard=buffer)
+        train_mask = (codes >= 0) & ~test_mask & ~guard_band(test_mask, buffer)
         used = train_mask | test_mask
         rows, cols = np.nonzero(used)
         y = gt[rows, cols] - 1
