@@ -92,6 +92,40 @@ class HCSSummary:
     false_targets: np.ndarray
     n: int
 
+    # Detection reading of the counts: the class is the target, the rest its
+    # background; a confident miss and a confident false alarm are the two
+    # confident errors a detection analyst acts on without looking.
+
+    @property
+    def n_background(self) -> np.ndarray:
+        """int (..., C): points whose label is not the class."""
+        return self.n - self.n_targets
+
+    @property
+    def confident_errors(self) -> np.ndarray:
+        """int (..., C): confident misses plus confident false alarms."""
+        return self.missed_targets + self.false_targets
+
+    @property
+    def detected_target_rate(self) -> np.ndarray:
+        """(..., C): detected_targets / n_targets, NaN without targets."""
+        return _rate(self.detected_targets, self.n_targets)
+
+    @property
+    def missed_target_rate(self) -> np.ndarray:
+        """(..., C): missed_targets / n_targets, NaN without targets."""
+        return _rate(self.missed_targets, self.n_targets)
+
+    @property
+    def false_target_rate(self) -> np.ndarray:
+        """(..., C): false_targets / n_background, the confident false-alarm rate."""
+        return _rate(self.false_targets, self.n_background)
+
+
+def _rate(count: np.ndarray, total: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, count / np.maximum(total, 1), np.nan)
+
 
 def hcs_classes(n_classes: int) -> tuple[int, ...]:
     """The class columns an HCS judges: the target (1) when binary, else all."""
