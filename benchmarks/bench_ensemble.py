@@ -11,9 +11,14 @@ from the same initial parameters:
    member, trained one after another: what most users write;
 3. torch's own vectorisation: ``torch.func.stack_module_state`` +
    ``vmap(grad(functional_call))`` with one Adam over the stacked tensors;
-4. uqzoo's trainer (``uqzoo.methods._trainer.train``: JAX, hand-written
-   backward over all members at once, ``lax.scan`` over the steps), timed
-   cold (compilation included: what a user pays) and warm.
+4. uqzoo's trainer (``uqzoo.methods._trainer.train``: JAX, the forward,
+   likelihood and prior of ``uqzoo.nets.jax`` over all members at once,
+   gradients by ``jax.value_and_grad``, optax's Adam, ``lax.scan`` over the
+   steps), timed cold (compilation included: what a user pays) and warm;
+5. optionally (``--compare-trainer PATH``) another version of the trainer
+   module loaded from a file -- e.g. the previous release's, with its
+   hand-written backward pass and Adam -- timed the same way in the same
+   process, so that a change of the trainer is judged side by side.
 
 GFLOP/s count the forward and backward matrix products (2·N·in·out per layer
 forward, the same again for the weight gradients, and again for the input
@@ -27,11 +32,14 @@ printed before and after so that a slow figure can be judged.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
 import os
 import resource
+import sys
 import time
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -56,6 +64,19 @@ def sgemm_peak(size: int = 2048, repeats: int = 7) -> float:
         torch.mm(a, b)
         best = min(best, time.perf_counter() - t)
     return 2 * size ** 3 / best / 1e9
+
+
+def load_trainer(path: str) -> ModuleType:
+    """A trainer module (the interface of ``uqzoo.methods._trainer``) loaded from a file."""
+    name = "bench_alternative_trainer"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--compare-trainer: cannot load a module from {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: dataclasses look their module up in sys.modules.
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def flops_per_member_step(spec: uz.MLPSpec, n: int) -> float:
@@ -107,6 +128,13 @@ def main() -> None:
     parser.add_argument("--torch-threads", type=int,
                         help="torch intra-op threads (default: torch's own choice); on a "
                              "loaded machine 1 thread can be much faster for the baselines")
+    parser.add_argument("--warm-repeats", type=int, default=1, metavar="K",
+                        help="time the warm trainers K times, alternating, and keep each "
+                             "one's fastest run: on a shared machine the alternation "
+                             "exposes both to the same load")
+    parser.add_argument("--compare-trainer", metavar="PATH",
+                        help="also time the trainer module in this file (same interface as "
+                             "uqzoo.methods._trainer), e.g. a copy of the previous version")
     args = parser.parse_args()
     steps, members = (200, 4) if args.quick else (2000, 10)
     if args.torch_threads:
@@ -131,22 +159,44 @@ def main() -> None:
     print(f"work: {members} members x {steps} steps x "
           f"{flops_per_member_step(spec, n) / 1e6:.2f} MFLOP = {work:.1f} GFLOP")
 
-    config = _trainer.TrainingConfig(optimizer="adam", learning_rate=lr, num_epochs=steps)
-    keys = _trainer.member_keys(list(range(members)))
+    def trainer_run(module: ModuleType):
+        config = module.TrainingConfig(optimizer="adam", learning_rate=lr, num_epochs=steps)
+        keys = module.member_keys(list(range(members)))
+        return lambda: module.train(spec, X, y, init, config, keys=keys).params
 
-    def ours():
-        return _trainer.train(spec, X, y, init, config, keys=keys).params
+    trainers = [_trainer]
+    ours = trainer_run(_trainer)
+    cold = [("uqzoo (cold, incl. compile)", ours)]
+    warm = [("uqzoo (warm)", ours)]
+    if args.compare_trainer:
+        trainers.append(load_trainer(args.compare_trainer))
+        other = trainer_run(trainers[-1])
+        cold.append(("compared (cold, incl. compile)", other))
+        warm.append(("compared (warm)", other))
+    baselines = [("torch loop", lambda: torch_loop(spec, Xt, yt, init, steps, lr, decay)),
+                 ("torch vmap", lambda: torch_vmap(spec, Xt, yt, init, steps, lr, decay))]
 
-    results, cpu, params = {}, {}, {}
-    for name, fn in [("uqzoo (cold, incl. compile)", ours),
-                     ("torch loop", lambda: torch_loop(spec, Xt, yt, init, steps, lr, decay)),
-                     ("torch vmap", lambda: torch_vmap(spec, Xt, yt, init, steps, lr, decay)),
-                     ("uqzoo (warm)", ours)]:
+    # JAX's one-time start-up (backend, eager helpers' kernels) goes to whichever
+    # trainer runs first -- about a second here. A 2-epoch fit of a tiny problem
+    # with each trainer pays it up front, so the cold figures below are this
+    # problem's compilation and run only, comparable between the two trainers.
+    t = time.perf_counter()
+    tiny = uz.MLPSpec(3, 2, hidden=(2,))
+    for module in trainers:
+        module.train(tiny, X[:8, :3], y[:8], tiny.init_params(0, num=2),
+                     module.TrainingConfig(num_epochs=2), keys=module.member_keys([0, 1]))
+    print(f"JAX start-up (2-epoch fits of a tiny problem): {time.perf_counter() - t:.2f} s")
+
+    results: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    params = {}
+    for name, fn in cold + baselines + warm * max(1, args.warm_repeats):
         t, c = time.perf_counter(), cpu_seconds()
         params[name] = fn()
-        results[name] = time.perf_counter() - t
-        cpu[name] = cpu_seconds() - c
-        print(f"  {name}: {results[name]:.2f} s wall, {cpu[name]:.2f} s CPU", flush=True)
+        wall, used = time.perf_counter() - t, cpu_seconds() - c
+        print(f"  {name}: {wall:.2f} s wall, {used:.2f} s CPU", flush=True)
+        if wall < results.get(name, np.inf):
+            results[name], cpu[name] = wall, used
 
     loop, loop_cpu = results["torch loop"], cpu["torch loop"]
     print(f"\n{'trainer':30s} {'wall s':>7s} {'vs loop':>8s} {'CPU s':>7s} {'vs loop':>8s} "
@@ -155,16 +205,16 @@ def main() -> None:
         print(f"{name:30s} {sec:7.2f} {loop / sec:7.2f}x {cpu[name]:7.2f} "
               f"{loop_cpu / cpu[name]:7.2f}x {work / sec:8.1f} {100 * work / sec / peak:6.1f}%")
     ref = params["torch loop"]
-    for name in ("uqzoo (warm)", "torch vmap"):
+    for name in [w for w, _ in warm] + ["torch vmap"]:
         diff = max(float(np.abs(params[name][k] - ref[k]).max()) for k in ref)
         print(f"max |param - torch loop| for {name}: {diff:.2e}")
     load_after = os.getloadavg()
     print(f"load average after: {load_after}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"seconds": results, "cpu_seconds": cpu, "sgemm_gflops": peak,
-                       "work_gflop": work, "load_before": load_before,
-                       "load_after": load_after}, f, indent=1)
+            json.dump({"compared_trainer": args.compare_trainer, "seconds": results,
+                       "cpu_seconds": cpu, "sgemm_gflops": peak, "work_gflop": work,
+                       "load_before": load_before, "load_after": load_after}, f, indent=1)
 
 
 if __name__ == "__main__":
