@@ -49,7 +49,7 @@ def test_from_arrays_string_labels():
     assert data.class_names == ("cat", "dog", "emu") and data.n_classes == 3
     ordered = datasets.from_arrays(X, y, class_names=["emu", "dog", "cat"])
     raw = datasets.from_arrays(X, y, class_names=["emu", "dog", "cat"], standardize=False)
-    first = np.flatnonzero((raw.X_train[:, 0] == X[:, 0].astype(np.float32)[0]))
+    first = np.flatnonzero(raw.X_train[:, 0] == X[:, 0].astype(np.float32)[0])
     assert ordered.class_names == ("emu", "dog", "cat")
     if first.size:
         assert raw.y_train[first[0]] == 2  # "cat" is class 2 in this order
@@ -255,7 +255,7 @@ def test_from_csv_errors(tmp_path):
     good = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]})
     path = tmp_path / "good.csv"
     good.to_csv(path, index=False)
-    with pytest.raises(uz.InvalidInputError, match="'label'.*columns"):
+    with pytest.raises(uz.InvalidInputError, match=r"'label'.*columns"):
         datasets.from_csv(path, target="label")
     text = good.assign(colour=["red", "blue", "red", "blue"])
     text.to_csv(tmp_path / "text.csv", index=False)
@@ -305,7 +305,7 @@ def test_from_hsi_left_right_and_coords():
 def test_from_hsi_records_the_label_values_as_classes():
     cube, labels = _scene()
     assert datasets.from_hsi(cube, labels).classes == (1, 2)        # 0 is unlabelled
-    everything = datasets.from_hsi(cube, labels, zero_is_unlabelled=False, split="random")
+    everything = datasets.from_hsi(cube, labels, unlabelled=None, split="random")
     assert everything.classes == (0, 1, 2) and everything.n_classes == 3
     mask = datasets.from_hsi(cube, labels == 1, split="random")
     assert mask.classes == (False, True) and mask.class_names == ("background", "target")
@@ -367,7 +367,7 @@ def test_from_hsi_bad_files(tmp_path):
     (tmp_path / "scene.tif").write_bytes(b"\x00" * 16)
     with pytest.raises(uz.FileFormatError, match="unsupported"):
         datasets.from_hsi(tmp_path / "scene.tif", "gt")
-    with pytest.raises(uz.InvalidInputError, match="labels_key|'ground'"):
+    with pytest.raises(uz.InvalidInputError, match=r"labels_key|'ground'"):
         datasets.from_hsi(tmp_path / "scene.npz", "ground")
     with pytest.raises(uz.InvalidInputError, match="cube_key"):
         datasets.from_hsi(tmp_path / "scene.npz", "gt", cube_key="image")
@@ -377,15 +377,15 @@ def test_from_hsi_bad_files(tmp_path):
 
 
 @pytest.mark.parametrize("change, error", [
-    (lambda c, l: (c[:, :, 0], l), uz.InvalidInputError),            # 2-D cube
-    (lambda c, l: (c, l[:, :-1]), uz.InvalidInputError),             # shape mismatch
-    (lambda c, l: (np.where(np.ones_like(c, bool) & (np.arange(4) == 1), np.nan, c), l),
+    (lambda c, lab: (c[:, :, 0], lab), uz.InvalidInputError),            # 2-D cube
+    (lambda c, lab: (c, lab[:, :-1]), uz.InvalidInputError),             # shape mismatch
+    (lambda c, lab: (np.where(np.ones_like(c, bool) & (np.arange(4) == 1), np.nan, c), lab),
      uz.InvalidInputError),                                           # NaN band
-    (lambda c, l: (c, l - 1), uz.InvalidInputError),                  # negative labels
-    (lambda c, l: (c, np.zeros_like(l)), uz.InvalidInputError),       # nothing labelled
-    (lambda c, l: (c, np.where(l > 0, 1, 0)), uz.InvalidInputError),   # one class
-    (lambda c, l: (c, l.astype(str)), uz.InvalidTypeError),
-    (lambda c, l: (c.astype(str), l), uz.InvalidTypeError),
+    (lambda c, lab: (c, lab - 1), uz.InvalidInputError),                  # negative labels
+    (lambda c, lab: (c, np.zeros_like(lab)), uz.InvalidInputError),       # nothing labelled
+    (lambda c, lab: (c, np.where(lab > 0, 1, 0)), uz.InvalidInputError),   # one class
+    (lambda c, lab: (c, lab.astype(str)), uz.InvalidTypeError),
+    (lambda c, lab: (c.astype(str), lab), uz.InvalidTypeError),
 ])
 def test_from_hsi_bad_input(change, error):
     cube, labels = _scene()

@@ -8,7 +8,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from uqzoo._validation import _show, as_float_matrix, check_choice, check_int, check_seed
+from uqzoo._validation import (
+    _show,
+    as_float_matrix,
+    check_choice,
+    check_float,
+    check_int,
+    check_seed,
+)
+from uqzoo.datasets import _splits
 from uqzoo.datasets._base import MAX_CLASSES, ClassificationData
 from uqzoo.datasets._standardize import (
     check_test_size,
@@ -324,6 +332,8 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
     y, y_te, classes, n_classes = _encode_labels(
         y, y_test, n_rows=X32.shape[0], n_test_rows=None if X_te32 is None else X_te32.shape[0],
         n_classes=n_classes, class_names=class_names, y_name=y_name)
+    train: np.ndarray | None = None
+    test: np.ndarray | None = None
     if X_test is None:
         if p_true_test is not None:
             raise InvalidInputError(
@@ -334,7 +344,7 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
     else:
         X_train, y_train = X64, y
         X_te = np.asarray(X_test, dtype=np.float64)
-        train = test = None
+    assert y_te is not None
     meta = {"options": {"test_size": test_size if X_test is None else None, "seed": seed,
                         "standardize": standardize}, **(extra_meta or {})}
     if train is not None:
@@ -347,7 +357,8 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
     meta["standardized"] = standardize
     return ClassificationData(X_train=X_train, y_train=y_train, X_test=X_te, y_test=y_te,
                               n_classes=n_classes, p_true_test=p_true_test,
-                              class_names=class_names, name=name, meta=meta, classes=classes)
+                              class_names=None if class_names is None else tuple(class_names),
+                              name=name, meta=meta, classes=classes)
 
 
 def _check_path(path: object, name: str) -> str:
@@ -448,38 +459,59 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
                         y_name=f"target column {target!r}")
 
 
-def _pick_key(arrays: dict[str, np.ndarray], key: str | None, what: str, path: str,
-              ndim: int) -> np.ndarray:
-    if key is not None:
-        if key not in arrays:
-            raise InvalidInputError(
-                f"{what}_key={key!r} is not in {path!r}; it holds {sorted(arrays)}"
-            )
-        return arrays[key]
-    candidates = [k for k, v in arrays.items() if getattr(v, "ndim", 0) == ndim]
-    if len(candidates) != 1:
-        raise InvalidInputError(
-            f"cannot tell which array of {path!r} is the {what}: it holds "
-            f"{sorted(arrays)}; pass {what}_key"
-        )
-    return arrays[candidates[0]]
+# -- hyperspectral scenes ------------------------------------------------------------------
+
+# File types, by suffix, that from_hsi reads.
+_ARRAY_FILES = (".npz", ".mat", ".npy")
+_CUBE_FILES = (*_ARRAY_FILES, ".hdr")
+_LABEL_FILES = (*_CUBE_FILES, ".png")
+
+SPLITS = ("left-right", "top-bottom", "blocks", "random")
+_SPATIAL_SPLITS = ("left-right", "top-bottom", "blocks")
+# The guard band of spatial splits, in pixels. The point-spread function of an
+# imaging spectrometer spreads each ground spot mainly into the adjacent pixels,
+# so a training pixel one or two pixels from a test pixel shares part of its
+# signal (and, through spatial autocorrelation, usually its material); two
+# pixels remove that direct overlap while costing few training pixels.
+DEFAULT_GUARD = 2
+# Blocks of split="blocks" by default: the image cut into a 5 × 5 grid. With
+# the default test_size of 0.25 about six blocks test, enough to spread the
+# test set over the scene, while blocks stay large next to the guard band
+# (which costs training pixels around every test block).
+_DEFAULT_GRID = 5
 
 
-def _read_arrays(path: str) -> dict[str, np.ndarray]:
-    """All arrays of a .npz or .mat file."""
-    lower = path.lower()
-    if lower.endswith(".npz"):
+def _suffix(path: str) -> str:
+    return os.path.splitext(path)[1].lower()
+
+
+def _describe(arrays: Mapping[str, np.ndarray]) -> str:
+    """The variables of a file with shapes and dtypes, for error messages."""
+    if not arrays:
+        return "no arrays"
+    return ", ".join(f"{k} {getattr(v, 'shape', '?')} {getattr(v, 'dtype', type(v).__name__)}"
+                     for k, v in sorted(arrays.items()))
+
+
+def _read_arrays(path: str, what: str) -> dict[str, np.ndarray]:
+    """All arrays of a .npz, .mat or .npy file (a .npy holds one, named by the file)."""
+    suffix = _suffix(path)
+    if suffix in (".npz", ".npy"):
         try:
             # Open the file here: np.load leaks its handle when the archive is damaged.
             with open(path, "rb") as handle:
                 loaded = np.load(handle)  # allow_pickle stays False
+                if suffix == ".npy":
+                    if not isinstance(loaded, np.ndarray):
+                        raise FileFormatError(f"{path!r} is not a .npy array file")
+                    return {os.path.basename(path)[:-4]: loaded}
                 if not isinstance(loaded, np.lib.npyio.NpzFile):
                     raise FileFormatError(f"{path!r} is not an .npz archive of named arrays")
                 with loaded as z:
                     return {k: z[k] for k in z.files}
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-            raise FileFormatError(f"cannot read {path!r} as .npz: {exc}") from exc
-    if lower.endswith(".mat"):
+            raise FileFormatError(f"cannot read {path!r} as {suffix}: {exc}") from exc
+    if suffix == ".mat":
         import scipy.io
 
         try:
@@ -492,7 +524,11 @@ def _read_arrays(path: str) -> dict[str, np.ndarray]:
         except Exception as exc:  # scipy raises many kinds on damaged files
             raise FileFormatError(f"cannot read {path!r} as MATLAB .mat: {exc}") from exc
         return {k: v for k, v in raw.items() if not k.startswith("__")}
-    raise FileFormatError(f"{path!r}: unsupported cube file type; use .npz, .mat or .hdr")
+    allowed = _CUBE_FILES if what == "cube" else _LABEL_FILES
+    raise FileFormatError(
+        f"{what} {path!r}: unsupported {what} file type {suffix or '(none)'!r}; use "
+        f"{', '.join(allowed)}"
+    )
 
 
 def _read_envi(path: str) -> np.ndarray:
@@ -509,51 +545,371 @@ def _read_envi(path: str) -> np.ndarray:
         raise FileFormatError(f"cannot read ENVI file {path!r}: {exc}") from exc
 
 
-def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
-             labels_key: str | None = None, split: str = "left-right",
-             test_size: float = 0.25, seed: int = 0, zero_is_unlabelled: bool = True,
-             class_names: Sequence[str] | None = None, standardize: bool = True,
-             name: str = "custom-hsi") -> ClassificationData:
+def _read_png(path: str) -> np.ndarray:
+    """A grayscale, 1-bit or indexed (palette) PNG as its stored values."""
+    # Pillow, not matplotlib.image.imread: imread scales values to [0, 1] and
+    # expands a palette into colours, losing the class indices a mask stores.
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            mode = image.mode
+            values = np.array(image.convert("L")) > 0 if mode == "1" else np.array(image)
+    except Exception as exc:  # Pillow raises OSError, ValueError and its own kinds
+        raise FileFormatError(f"cannot read {path!r} as PNG: {exc}") from exc
+    if values.ndim == 3:
+        colour = values[..., : min(3, values.shape[2] - (mode in ("LA", "RGBA")))]
+        if not np.all(colour == colour[..., :1]):
+            raise InvalidInputError(
+                f"labels {path!r} is a colour PNG (mode {mode}); a label mask must be "
+                "grayscale, 1-bit or indexed (palette), one value per class"
+            )
+        values = colour[..., 0]  # grey stored as RGB(A); the alpha channel is ignored
+    return values
+
+
+def _pick(arrays: Mapping[str, np.ndarray], key: str | None, *, what: str, key_name: str,
+          path: str, fits, fits_text: str) -> tuple[str, np.ndarray]:
+    """The array named ``key``, or else the only array that ``fits``."""
+    if key is not None:
+        if not isinstance(key, str):
+            raise InvalidTypeError(f"{key_name} must be a str, got {_show(key)}")
+        if key not in arrays:
+            raise InvalidInputError(
+                f"{key_name}={key!r} is not in {path!r}; it holds {_describe(arrays)}"
+            )
+        return key, arrays[key]
+    candidates = sorted(k for k, v in arrays.items() if fits(v))
+    if len(candidates) == 1:
+        return candidates[0], arrays[candidates[0]]
+    if not candidates:
+        raise InvalidInputError(
+            f"{path!r} holds no {fits_text} to use as the {what}; it holds "
+            f"{_describe(arrays)}; pass {key_name} to name the array"
+        )
+    raise InvalidInputError(
+        f"cannot tell which array of {path!r} is the {what}: {candidates} are all "
+        f"{fits_text} (it holds {_describe(arrays)}); pass {key_name}, e.g. "
+        f"{key_name}={candidates[0]!r}"
+    )
+
+
+def _is_numeric_cube(value: object) -> bool:
+    return isinstance(value, np.ndarray) and value.ndim == 3 and value.dtype.kind in "biuf"
+
+
+def _load_cube(cube: object, cube_key: str | None
+               ) -> tuple[np.ndarray, str | None, dict[str, np.ndarray] | None, str | None]:
+    """The cube as an array, its file, the file's arrays (.npz/.mat) and the key used."""
+    if not isinstance(cube, (str, os.PathLike)):
+        if cube_key is not None:
+            raise InvalidInputError(
+                f"cube_key={cube_key!r} names an array inside a .npz or .mat file, but cube "
+                "is given as an array"
+            )
+        return _as_array(cube, "cube"), None, None, None
+    path = _check_path(cube, "cube")
+    if _suffix(path) == ".hdr":
+        if cube_key is not None:
+            raise InvalidInputError(f"cube_key={cube_key!r} does not apply to an ENVI cube")
+        return _read_envi(path), path, None, None
+    arrays = _read_arrays(path, "cube")
+    key, value = _pick(arrays, cube_key, what="cube", key_name="cube_key", path=path,
+                       fits=_is_numeric_cube, fits_text="numeric 3-D arrays (H, W, B)")
+    return _as_array(value, "cube"), path, arrays, key
+
+
+def _labels_from_arrays(arrays: Mapping[str, np.ndarray], key: str | None, path: str,
+                        image_shape: tuple[int, ...]) -> tuple[str, np.ndarray]:
+    return _pick(arrays, key, what="labels", key_name="labels_key", path=path,
+                 fits=lambda v: getattr(v, "shape", None) == image_shape,
+                 fits_text=f"2-D arrays of the cube's image shape {image_shape}")
+
+
+def _is_label_file(labels: object) -> bool:
+    """A path-like, or a str that names a file (by suffix, or by existing)."""
+    if isinstance(labels, os.PathLike):
+        return True
+    return isinstance(labels, str) and (_suffix(labels) in _LABEL_FILES
+                                        or os.path.isfile(labels))
+
+
+def _load_labels(labels: object, labels_key: str | None, image_shape: tuple[int, ...],
+                 cube_path: str | None, cube_arrays: Mapping[str, np.ndarray] | None
+                 ) -> tuple[np.ndarray, str | None, str | None]:
+    """The label image, its file (None: an array or the cube's file) and the key used."""
+    if _is_label_file(labels):
+        path = _check_path(labels, "labels")
+        suffix = _suffix(path)
+        if suffix in (".hdr", ".png"):
+            if labels_key is not None:
+                raise InvalidInputError(
+                    f"labels_key={labels_key!r} names an array inside a .npz or .mat file; "
+                    f"{path!r} holds a single image"
+                )
+            values = _read_envi(path) if suffix == ".hdr" else _read_png(path)
+            if values.ndim == 3 and values.shape[2] == 1:
+                values = values[..., 0]         # an ENVI classification image has one band
+            return values, path, None
+        key, values = _labels_from_arrays(_read_arrays(path, "labels"), labels_key, path,
+                                          image_shape)
+        return values, path, key
+    if isinstance(labels, str):
+        if labels_key is not None and labels_key != labels:
+            raise InvalidInputError(
+                f"labels={labels!r} and labels_key={labels_key!r} name different arrays; "
+                "give one"
+            )
+        labels_key, labels = labels, None
+    if labels is not None:
+        if labels_key is not None:
+            raise InvalidInputError(
+                f"labels_key={labels_key!r} names an array inside a file, but labels is "
+                "given as an array"
+            )
+        return _as_array(labels, "labels"), None, None
+    if cube_arrays is None:
+        where = "an ENVI cube" if cube_path is not None else "an array cube"
+        wanted = f"labels_key={labels_key!r}" if labels_key is not None else "labels=None"
+        raise InvalidInputError(
+            f"{wanted} reads the labels from the cube's .npz/.mat file, but the cube is "
+            f"{where}; pass labels as an (H, W) array or a label file "
+            f"({', '.join(_LABEL_FILES)})"
+        )
+    assert cube_path is not None
+    key, values = _labels_from_arrays(cube_arrays, labels_key, cube_path, image_shape)
+    return _as_array(values, "labels"), None, key
+
+
+def _label_image(labels: np.ndarray) -> np.ndarray:
+    """Labels as a bool mask or an int64 image (floats must hold whole numbers)."""
+    kind = labels.dtype.kind
+    if kind == "b":
+        # Re-made from the bytes: Pillow's 1-bit images give bools stored as 255,
+        # which numpy's comparisons and searchsorted do not treat as True.
+        return labels.view(np.uint8) != 0
+    if kind in "iu":
+        if kind == "u" and labels.size and labels.max() > np.iinfo(np.int64).max:
+            raise InvalidInputError("labels hold values beyond the int64 range")
+        return labels.astype(np.int64)
+    if kind == "f":
+        if not np.all(np.isfinite(labels)):
+            raise InvalidInputError(
+                "labels hold NaN or infinite values; mark unlabelled pixels with one integer "
+                "value instead (0 by default, see unlabelled)"
+            )
+        if np.all(labels == np.round(labels)) and (labels.size == 0 or
+                                                    np.abs(labels).max() < 2.0**53):
+            return labels.astype(np.int64)
+        raise InvalidInputError("labels must hold whole numbers (class labels), found "
+                                "fractional values")
+    raise InvalidTypeError(
+        f"labels must be an integer label image or a boolean mask, got dtype {labels.dtype}"
+    )
+
+
+def _class_names_of(class_names: object, values: tuple) -> tuple[str, ...] | None:
+    """One display name per label value, from a sequence or a {label: name} mapping."""
+    if class_names is None:
+        return None
+    if isinstance(class_names, Mapping):
+        names = {(k.item() if isinstance(k, np.generic) else k): str(v)
+                 for k, v in class_names.items()}
+        return tuple(names.get(v, str(v)) for v in values)
+    if isinstance(class_names, str) or not isinstance(class_names, Sequence):
+        raise InvalidTypeError(
+            f"class_names must be a sequence of str (one per class) or a mapping "
+            f"{{label: name}}, got {_show(class_names)}"
+        )
+    if len(class_names) != len(values):
+        raise InvalidInputError(
+            f"class_names must hold one name per class of the label image, in label order: "
+            f"it has {len(values)} classes {list(values)}, got {len(class_names)} names "
+            f"{[str(c) for c in class_names]}; or pass a mapping {{label: name}}"
+        )
+    return tuple(str(c) for c in class_names)
+
+
+def _show_label(value: object, name: str | None) -> str:
+    text = repr(value)
+    return text if name is None or name == str(value) else f"{text} ({name!r})"
+
+
+def _unlabelled_hint(unlabelled: int | None, image: np.ndarray) -> str:
+    """Advice when dropping the unlabelled value may have dropped a real class."""
+    if unlabelled is None or image.dtype == np.bool_:
+        return ""
+    n = int(np.count_nonzero(image == unlabelled))
+    if n == 0:
+        return ""
+    return (f"; label {unlabelled} marks unlabelled pixels (unlabelled={unlabelled}"
+            f"{', the default' if unlabelled == 0 else ''}), and {n} pixels hold it: if "
+            f"{unlabelled} is a class (the background of a 0/1 target mask), pass "
+            "unlabelled=None")
+
+
+def _resolve_target(target_class: object, values: tuple, names: tuple[str, ...] | None,
+                    unlabelled: int | None, is_mask: bool) -> int:
+    """The index in ``values`` of the target class, given as a label or a class name."""
+    if isinstance(target_class, np.generic):
+        target_class = target_class.item()
+    if isinstance(target_class, str):
+        if names is not None and target_class in names:
+            return names.index(target_class)
+        raise InvalidInputError(
+            f"target_class={target_class!r} is not a class name"
+            + (f"; class_names gives {list(names)}" if names is not None else
+               " (name classes with class_names)")
+            + f"; or give the label value itself, one of {list(values)}"
+        )
+    if not isinstance(target_class, (int, float, bool)):
+        raise InvalidTypeError(
+            f"target_class must be a label value of the label image or a class name, got "
+            f"{_show(target_class)}"
+        )
+    if is_mask and target_class in (0, 1):
+        target_class = bool(target_class)
+    for index, value in enumerate(values):
+        if value == target_class and (is_mask or not isinstance(target_class, bool)):
+            return index
+    if unlabelled is not None and not is_mask and target_class == unlabelled:
+        raise InvalidInputError(
+            f"target_class={target_class!r} is the unlabelled value (unlabelled="
+            f"{unlabelled}); pass unlabelled=None to make {unlabelled} a class"
+        )
+    raise InvalidInputError(
+        f"target_class={target_class!r} is not a label of the label image; its labelled "
+        f"pixels hold {list(values)}"
+    )
+
+
+def _check_option_applies(value: object, name: str, split: str, splits: tuple[str, ...]
+                          ) -> bool:
+    """Whether an option was given; an error if it was given for a split that ignores it."""
+    if value is None:
+        return False
+    if split not in splits:
+        raise InvalidInputError(
+            f"{name}={_show(value)} applies to split {' or '.join(repr(s) for s in splits)}, "
+            f"not split={split!r}"
+        )
+    return True
+
+
+def _block_size(value: object, image_shape: tuple[int, int]) -> tuple[int, int]:
+    if value is None:
+        return (-(-image_shape[0] // _DEFAULT_GRID), -(-image_shape[1] // _DEFAULT_GRID))
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return (check_int(value[0], "block_size height", minimum=1),
+                check_int(value[1], "block_size width", minimum=1))
+    if isinstance(value, (tuple, list)):
+        raise InvalidInputError(f"block_size must be an int or (height, width), got {value!r}")
+    side = check_int(value, "block_size", minimum=1)
+    return (side, side)
+
+
+def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None,
+             labels_key: str | None = None, unlabelled: int | None = 0,
+             target_class: object = None, split: str = "left-right",
+             split_fraction: float | None = None, test_size: float | None = None,
+             block_size: int | tuple[int, int] | None = None, guard: int | None = None,
+             seed: int = 0, class_names: Sequence[str] | Mapping | None = None,
+             standardize: bool = True, name: str | None = None) -> ClassificationData:
     """A hyperspectral cube and its label image as per-pixel classification data.
 
     Parameters
     ----------
     cube : array of shape (H, W, B) or path
-        The image, or a ``.npz`` / MATLAB ``.mat`` file holding it (pick the
-        array with ``cube_key`` when the file holds more than one 3-D array),
+        The image, or a ``.npz`` / MATLAB ``.mat`` / ``.npy`` file holding it,
         or an ENVI ``.hdr`` header (needs the optional ``spectral`` package).
-    labels : array of shape (H, W) or str
-        A label image of integer classes, or a boolean target mask (every
-        pixel used, True = target); a str names an array in the cube's
-        ``.npz``/``.mat`` file (same as ``labels_key``).
+        In a ``.npz``/``.mat`` file the cube is the one numeric 3-D array, or
+        the one named by ``cube_key``.
+    labels : array of shape (H, W), path, str or None
+        The label image: integer labels, or a boolean target mask. A path
+        (``.mat``, ``.npz``, ``.npy``, ENVI ``.hdr``, or a grayscale, 1-bit or
+        indexed ``.png``) reads it from its own file; in a ``.npz``/``.mat``
+        file it is the one 2-D array of the cube's image shape (H, W), or the
+        one named by ``labels_key``. None (or a str that is not a file name,
+        taken as ``labels_key``) reads it from the cube's own file.
     cube_key, labels_key : str, optional
-        Array names inside a ``.npz``/``.mat`` file.
-    split : {"left-right", "random"}
-        ``"left-right"``: pixels in columns < W // 2 train, the rest test (as
-        in the seed study: neighbours of test pixels never train).
-        ``"random"``: a seeded stratified split with ``test_size``.
-    test_size : float in (0, 1)
-        Held-out fraction per class (``"random"`` only).
+        Variable names inside the cube's and the labels' ``.npz``/``.mat``
+        files; needed only when the shapes do not tell. An error lists the
+        variables with their shapes.
+    unlabelled : int or None
+        The label value of unlabelled pixels, which are dropped. Default 0,
+        the convention of most public scenes (Indian Pines, Pavia, Salinas).
+        None: every value is a class, as in a 0/1 target mask whose 0 is the
+        background. A boolean mask has no unlabelled value (False is
+        background). Negative labels are allowed only as this value.
+    target_class : label value or str, optional
+        Turn a multi-class label image into target (class 1) against
+        background (class 0, every other labelled pixel): the label value as
+        written in the label image (e.g. 3, not its class index), or its name
+        in ``class_names``. ``data.classes`` is then ``(False, True)`` and
+        ``data.class_names`` ``("background", <target's name>)``;
+        ``meta["target_class"]`` keeps the label value.
+    split : {"left-right", "top-bottom", "blocks", "random"}
+        ``"left-right"`` (default): columns before ``split_fraction`` of the
+        width train, the rest test. ``"top-bottom"``: the same with rows.
+        ``"blocks"``: the image is cut into a grid of ``block_size`` blocks and
+        whole blocks (about ``test_size`` of each class, rare classes served
+        first, seeded) test. These three spatial splits drop from training
+        every pixel within ``guard`` pixels of a test pixel. ``"random"``: a
+        seeded stratified split of pixels with ``test_size`` held out;
+        **optimistic**, because test pixels have training neighbours that
+        share their signal, so accuracy and calibration look better than on a
+        new place.
+    split_fraction : float in (0, 1), optional
+        Where the boundary of ``"left-right"`` / ``"top-bottom"`` lies, as a
+        share of the width / height; default 0.5 (column ``W // 2``).
+    test_size : float in (0, 1), optional
+        Share of each class that tests, for ``"blocks"`` and ``"random"``;
+        default 0.25.
+    block_size : int or (int, int), optional
+        Block height and width in pixels for ``"blocks"``; default the image
+        cut into a 5 × 5 grid, ``(ceil(H / 5), ceil(W / 5))``.
+    guard : int >= 0, optional
+        Width of the guard band of spatial splits, in pixels (Chebyshev
+        distance): training pixels this close to a test pixel are dropped.
+        Default 2: the sensor's point-spread function spreads each ground spot
+        into its neighbours, and land cover is spatially autocorrelated, so a
+        training pixel next to a test pixel nearly repeats it and makes the
+        test optimistic (Hänsch et al. 2017; Lange et al. 2018). Not used by
+        ``"random"`` (only 0 is accepted there).
     seed : int
-        Seed of the split.
-    zero_is_unlabelled : bool
-        For an integer label image: 0 marks unlabelled pixels, which are
-        dropped, and classes 1..K become 0..K-1. If False, every pixel is
-        used and labels must already be 0..K-1.
-    class_names : sequence of str, optional
-        One name per class.
+        Seed of ``"blocks"`` and ``"random"``.
+    class_names : sequence of str or mapping, optional
+        Display names of the label image's classes: one per class in label
+        order (after dropping ``unlabelled``), or a mapping ``{label: name}``
+        (labels missing from it show as themselves; labels not in the image
+        are ignored). A bool mask defaults to ``("background", "target")``.
     standardize : bool
         Standardise each band with training statistics.
-    name : str
-        Name of the data set.
+    name : str, optional
+        Name of the data set; default the cube's file name, or
+        ``"custom-hsi"`` for an array.
 
     Returns
     -------
     ClassificationData
         ``coords_train``/``coords_test`` the (row, column) of every pixel;
-        ``meta["image_shape"]`` (H, W); ``classes`` the label value of each
-        class in the label image: (1, ..., K) when 0 is unlabelled,
-        (0, ..., K-1) otherwise, (False, True) for a mask.
+        ``classes`` the label value of each class as written in the label
+        image ((1, 2, ...) with the default ``unlabelled=0``; (False, True)
+        for a mask or with ``target_class``). ``meta`` holds
+        ``"image_shape"`` (H, W); ``"options"`` (every split option as used:
+        split, split_fraction, test_size, block_size, guard, seed,
+        unlabelled, target_class, standardize); ``"guard_coords"`` (M, 2),
+        the labelled pixels dropped by the guard band; ``"class_counts_train"``,
+        ``"class_counts_test"``, ``"class_counts_guard"`` per class;
+        ``"source"``, ``"labels_source"``, ``"cube_key"``, ``"labels_key"``.
+
+    Raises
+    ------
+    uqzoo.InvalidInputError
+        When a split leaves a class without a training or a test pixel (the
+        message names it by its label and suggests another split), when the
+        labels hold fewer than two classes, or when a file's variables are
+        ambiguous or missing (the message lists them with their shapes).
 
     Warns
     -----
@@ -563,101 +919,201 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
     Example
     -------
     >>> import numpy as np, uqzoo as uz
-    >>> cube = np.random.default_rng(0).normal(size=(8, 8, 5))
-    >>> mask = np.zeros((8, 8), bool); mask[2:4, 1:3] = mask[5:7, 5:7] = True
-    >>> uz.datasets.from_hsi(cube, mask).n_test
-    32
+    >>> cube = np.random.default_rng(0).normal(size=(20, 20, 5))
+    >>> mask = np.zeros((20, 20), bool); mask[2:5, 2:5] = mask[13:17, 12:16] = True
+    >>> data = uz.datasets.from_hsi(cube, mask, split="blocks", guard=1, seed=0)
+    >>> data.classes, data.meta["options"]["block_size"]
+    ((False, True), (4, 4))
+
+    References
+    ----------
+    Hänsch, R., Ley, A., Hellwich, O. (2017). Correct and still wrong: the
+    relationship between sampling strategies and the estimation of the
+    generalization error. IGARSS 2017, 3672–3675.
+
+    Lange, J., Cavallaro, G., Götz, M., Erlingsson, E., Riedel, M. (2018). The
+    influence of sampling methods on pixel-wise hyperspectral image
+    classification with 3D convolutional neural networks. IGARSS 2018.
     """
-    split = check_choice(split, "split", ("left-right", "random"))
-    test_size = check_test_size(test_size)
+    split = check_choice(split, "split", SPLITS)
     seed = check_seed(seed)
-    zero_is_unlabelled = _check_bool(zero_is_unlabelled, "zero_is_unlabelled")
     standardize = _check_bool(standardize, "standardize")
-    source = None
-    if isinstance(cube, (str, os.PathLike)):
-        source = _check_path(cube, "cube")
-        if source.lower().endswith(".hdr"):
-            cube_arr = _read_envi(source)
-            if isinstance(labels, str):
-                raise InvalidInputError("labels must be an array for an ENVI cube")
-        else:
-            arrays = _read_arrays(source)
-            cube_arr = _pick_key(arrays, cube_key, "cube", source, ndim=3)
-            if isinstance(labels, str):
-                labels_key = labels
-            if isinstance(labels, str) or labels is None:
-                labels = _pick_key(arrays, labels_key, "labels", source, ndim=2)
-    else:
-        cube_arr = cube
-    if isinstance(labels, (str, bytes)) or labels is None:
-        raise InvalidTypeError(f"labels must be an (H, W) array, got {_show(labels)}")
-    cube_arr = _as_array(cube_arr, "cube")
-    labels = _as_array(labels, "labels")
+    if unlabelled is not None:
+        unlabelled = check_int(unlabelled, "unlabelled")
+    if name is not None and not isinstance(name, str):
+        raise InvalidTypeError(f"name must be a str, got {_show(name)}")
+    halves = ("left-right", "top-bottom")
+    if _check_option_applies(split_fraction, "split_fraction", split, halves):
+        split_fraction = check_float(split_fraction, "split_fraction", low=0.0, high=1.0,
+                                     low_open=True, high_open=True)
+    elif split in halves:
+        split_fraction = 0.5
+    if _check_option_applies(test_size, "test_size", split, ("blocks", "random")):
+        test_size = check_test_size(test_size)
+    elif split in ("blocks", "random"):
+        test_size = 0.25
+    _check_option_applies(block_size, "block_size", split, ("blocks",))
+    if guard is None:
+        guard = DEFAULT_GUARD if split in _SPATIAL_SPLITS else 0
+    guard = check_int(guard, "guard", minimum=0)
+    if split == "random" and guard > 0:
+        raise InvalidInputError(
+            f"guard={guard} applies to the spatial splits {list(_SPATIAL_SPLITS)}: a random "
+            "split puts training pixels next to test pixels by design; pass guard=0 or a "
+            "spatial split"
+        )
+
+    cube_arr, source, cube_arrays, used_cube_key = _load_cube(cube, cube_key)
     if cube_arr.ndim != 3:
         raise InvalidInputError(f"cube must have shape (H, W, B), got shape {cube_arr.shape}")
     if cube_arr.dtype.kind not in "biuf":
         raise InvalidTypeError(f"cube must be numeric, got dtype {cube_arr.dtype}")
-    if labels.shape != cube_arr.shape[:2]:
-        raise InvalidInputError(
-            f"labels must have the cube's image shape {cube_arr.shape[:2]}, got {labels.shape}"
-        )
     if cube_arr.shape[2] == 0:
         raise InvalidInputError(f"cube must have at least one band, got shape {cube_arr.shape}")
-    # Class k's original label value, recorded as data.classes.
-    first_label = 0
-    if labels.dtype == np.bool_:
-        used = np.ones(labels.shape, bool)
-        label_img = labels.astype(np.int64)
-        if class_names is None:
-            class_names = ("background", "target")
-    elif labels.dtype.kind in "iu" or (labels.dtype.kind == "f" and np.all(
-            np.isfinite(labels)) and np.all(labels == np.round(labels))):
-        label_img = labels.astype(np.int64)
-        if label_img.min() < 0:
-            raise InvalidInputError(f"labels must be >= 0, found {label_img.min()}")
-        if zero_is_unlabelled:
-            used = label_img > 0
-            label_img = label_img - 1
-            first_label = 1
-        else:
-            used = np.ones(labels.shape, bool)
-    else:
-        raise InvalidTypeError(
-            f"labels must be an integer label image or a boolean mask, got dtype {labels.dtype}"
+    image_shape = (int(cube_arr.shape[0]), int(cube_arr.shape[1]))
+    raw_labels, labels_source, used_labels_key = _load_labels(
+        labels, labels_key, image_shape, source, cube_arrays)
+    if raw_labels.shape != image_shape:
+        where = f" ({labels_source!r})" if labels_source is not None else ""
+        raise InvalidInputError(
+            f"labels{where} must have the cube's image shape {image_shape}, got "
+            f"{raw_labels.shape}"
         )
+    image = _label_image(raw_labels)
+    is_mask = image.dtype == np.bool_
+    if is_mask:
+        used = np.ones(image_shape, bool)
+    else:
+        negative = image[(image < 0) & (image != unlabelled)] if unlabelled is not None \
+            else image[image < 0]
+        if negative.size:
+            raise InvalidInputError(
+                f"labels must be >= 0, found {int(negative.min())}; a negative value may "
+                "only mark unlabelled pixels (e.g. unlabelled=-1)"
+            )
+        used = image != unlabelled if unlabelled is not None else np.ones(image_shape, bool)
     rows, cols = np.nonzero(used)
     if rows.size == 0:
-        raise InvalidInputError("labels mark no pixel as labelled")
+        raise InvalidInputError(
+            f"labels mark no pixel as labelled: every pixel holds the unlabelled value "
+            f"{unlabelled}"
+        )
+    pixel_labels = image[rows, cols]
+    values = tuple(v.item() for v in np.unique(pixel_labels))
+    names = _class_names_of(class_names, values)
+    if names is None and is_mask:
+        names = tuple({False: "background", True: "target"}[v] for v in values)
+    if len(values) < 2:
+        what = "the boolean mask is all" if is_mask else "the labelled pixels all hold"
+        only = _show_label(values[0], None if names is None else names[0])
+        raise InvalidInputError(
+            f"labels hold a single class: {what} {only}"
+            f" ({rows.size} pixels); at least two classes must train"
+            f"{_unlabelled_hint(unlabelled, image)}"
+        )
+    codes = np.searchsorted(np.array(values), pixel_labels).astype(np.int64)
+    if target_class is not None:
+        target = _resolve_target(target_class, values, names, unlabelled, is_mask)
+        target_value = values[target]
+        target_name = names[target] if names is not None else str(target_value)
+        y = (codes == target).astype(np.int64)        # two labels or more: background too
+        classes: tuple = (False, True)
+        out_names: tuple[str, ...] | None = ("background", target_name)
+        others = [v for v in values if v != target_value]
+        shown = [f"the background (labels {others})",
+                 f"the target, label {_show_label(target_value, target_name)}"]
+    else:
+        target_value = None
+        y = codes
+        classes, out_names = values, names
+        shown = [f"label {_show_label(v, None if names is None else names[k])}"
+                 for k, v in enumerate(values)]
+    n_classes = len(classes)
+
+    is_train = np.zeros(rows.size, bool)
+    is_test = np.zeros(rows.size, bool)
+    boundary = None
+    block = None
+    if split == "random":
+        assert test_size is not None
+        train_idx, test_idx = stratified_split(y, test_size, seed)
+        is_train[train_idx] = True
+        is_test[test_idx] = True
+        guard_mask = np.zeros(image_shape, bool)
+    else:
+        code_image = np.full(image_shape, -1, np.int64)
+        code_image[rows, cols] = y
+        if split in halves:
+            assert split_fraction is not None
+            axis = 1 if split == "left-right" else 0
+            size = image_shape[axis]
+            boundary = int(np.floor(split_fraction * size))
+            test_mask = _splits.half_test_mask(code_image, axis, boundary)
+            along = cols if axis == 1 else rows
+            for side, members in (("left" if axis else "top", along < boundary),
+                                  ("right" if axis else "bottom", along >= boundary)):
+                if not members.any():
+                    unit = "columns" if axis else "rows"
+                    span = (f"{unit} 0..{boundary - 1}" if side in ("left", "top")
+                            else f"{unit} {boundary}..{size - 1}")
+                    raise InvalidInputError(
+                        f"split={split!r} leaves no labelled pixel in the {side} "
+                        f"{'half' if split_fraction == 0.5 else 'part'} "
+                        f"({span} at split_fraction={split_fraction}); move split_fraction "
+                        "or use split='blocks'"
+                    )
+        else:
+            assert test_size is not None
+            block = _block_size(block_size, image_shape)
+            test_mask = _splits.blocked_test_mask(code_image, test_size, block, seed,
+                                                  guard=guard)
+        guard_mask = _splits.guard_band(test_mask, guard) & (code_image >= 0)
+        is_test = test_mask[rows, cols]
+        is_train = ~is_test & ~guard_mask[rows, cols]
+    counts_train = np.bincount(y[is_train], minlength=n_classes)
+    counts_test = np.bincount(y[is_test], minlength=n_classes)
+    counts_guard = np.bincount(y[~is_train & ~is_test], minlength=n_classes)
+    for k in range(n_classes):
+        if counts_train[k] and counts_test[k]:
+            continue
+        side = "training" if counts_train[k] == 0 else "test"
+        total = int(counts_train[k] + counts_test[k] + counts_guard[k])
+        if split == "random":
+            advice = ("a random split needs two labelled pixels of a class; label more "
+                      "pixels of it or mark them unlabelled")
+        else:
+            advice = {"left-right": "try another split_fraction, split='top-bottom' or "
+                                    "split='blocks'",
+                      "top-bottom": "try another split_fraction, split='left-right' or "
+                                    "split='blocks'",
+                      "blocks": "try another seed or a smaller block_size"}[split]
+            if counts_guard[k]:
+                advice += f", or a guard below {guard}"
+        raise InvalidInputError(
+            f"split={split!r} leaves {shown[k]} with no {side} pixel ({total} labelled: "
+            f"{counts_train[k]} train, {counts_test[k]} test, {counts_guard[k]} dropped in "
+            f"the guard band); every class must train and test: {advice}"
+        )
+    train, test = np.flatnonzero(is_train), np.flatnonzero(is_test)
+    coords = np.stack([rows, cols], axis=1).astype(np.int64)
     pixels = cube_arr[rows, cols]
     X = as_float_matrix(pixels, "cube pixels")
-    y = label_img[rows, cols]
-    coords = np.stack([rows, cols], axis=1)
-    n_classes = max(2, int(y.max()) + 1)
-    if class_names is not None:
-        n_classes = max(n_classes, len(class_names))
-    if labels.dtype == np.bool_:
-        classes = (False, True) if n_classes == 2 else None
-    else:
-        classes = tuple(range(first_label, first_label + n_classes))
-    if split == "left-right":
-        is_train = cols < cube_arr.shape[1] // 2
-        train, test = np.flatnonzero(is_train), np.flatnonzero(~is_train)
-        if train.size == 0 or test.size == 0:
-            raise InvalidInputError(
-                "split='left-right' leaves no labelled pixel in the "
-                f"{'left' if train.size == 0 else 'right'} half; use split='random'"
-            )
-    else:
-        train, test = stratified_split(y, test_size, seed)
-    if np.unique(y[train]).size < 2:
-        raise InvalidInputError(
-            f"the training pixels hold only class {np.unique(y[train]).tolist()}; "
-            "at least two classes must train"
-        )
-    meta = {"options": {"split": split, "test_size": test_size, "seed": seed,
-                        "zero_is_unlabelled": zero_is_unlabelled, "standardize": standardize},
-            "image_shape": tuple(int(s) for s in cube_arr.shape[:2]),
-            "source": source}
+    meta: dict = {
+        "options": {"split": split, "split_fraction": split_fraction, "test_size": test_size,
+                    "block_size": block, "guard": guard, "seed": seed,
+                    "unlabelled": unlabelled, "target_class": target_value,
+                    "standardize": standardize},
+        "image_shape": image_shape,
+        "source": source, "labels_source": labels_source,
+        "cube_key": used_cube_key, "labels_key": used_labels_key,
+        "guard_coords": np.argwhere(guard_mask).astype(np.int64),
+        "class_counts_train": counts_train, "class_counts_test": counts_test,
+        "class_counts_guard": counts_guard,
+    }
+    if boundary is not None:
+        meta["split_boundary"] = boundary
+    if target_value is not None:
+        meta["target_class"] = target_value
     if standardize:
         # From the raw pixel values (float64 inside), not the float32 copy.
         X_train, X_test, stats = _standardize(pixels[train], pixels[test])
@@ -666,7 +1122,9 @@ def from_hsi(cube: object, labels: object, *, cube_key: str | None = None,
         X_train, X_test = X[train], X[test]
         warn_if_float32_loses_precision(pixels[train], pixels[test], stacklevel=2)
     meta["standardized"] = standardize
+    if name is None:
+        name = os.path.basename(source) if source is not None else "custom-hsi"
     return ClassificationData(X_train=X_train, y_train=y[train], X_test=X_test,
-                              y_test=y[test], n_classes=n_classes, class_names=class_names,
+                              y_test=y[test], n_classes=n_classes, class_names=out_names,
                               name=name, meta=meta, coords_train=coords[train],
                               coords_test=coords[test], classes=classes)
