@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it (a submodule itself when the name is one)
 _EXPORTS: dict[str, str] = {
     "datasets": "uqzoo.datasets",
+    "detectors": "uqzoo.detectors",
     "methods": "uqzoo.methods",
     "metrics": "uqzoo.metrics",
     "plots": "uqzoo.plots",
@@ -81,7 +82,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from uqzoo import datasets, methods, metrics, plots
+    from uqzoo import datasets, detectors, methods, metrics, plots
     from uqzoo.compare import Comparison, compare
     from uqzoo.datasets import ClassificationData
     from uqzoo.errors import (
