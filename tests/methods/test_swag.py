@@ -131,8 +131,10 @@ def test_fit_swag_and_multiswag(spec, data):
 
 
 def test_bad_config_is_rejected(spec, data):
-    with pytest.raises(uz.InvalidInputError, match="validation_fraction"):
-        uz.fit("swag", spec, data, validation_fraction=0.1)
+    # A config holds only what the method uses: SWAG has no early stopping.
+    for option in ("validation_fraction", "patience"):
+        with pytest.raises(uz.InvalidInputError, match=f"unknown option.*{option}"):
+            uz.fit("swag", spec, data, **{option: 0.1})
     with pytest.raises(uz.InvalidInputError, match="snapshot"):
         uz.fit("swag", spec, data, num_epochs=10, swa_start=0.95)
     with pytest.raises(uz.InvalidInputError, match="covariance"):

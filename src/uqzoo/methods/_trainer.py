@@ -65,6 +65,7 @@ from uqzoo.spec import MLPSpec
 
 __all__ = [
     "OPTIMIZERS",
+    "OptimizerConfig",
     "TrainResult",
     "TrainingConfig",
     "fit_members",
@@ -85,8 +86,8 @@ _TARGET_BLOCKS = 25
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-    """Options of the shared MAP trainer; every trained method's ``Config`` extends it.
+class OptimizerConfig:
+    """How the shared MAP trainer optimises; every trained method's ``Config`` extends it.
 
     Parameters
     ----------
@@ -101,12 +102,6 @@ class TrainingConfig:
     batch_size : int or None
         Rows per minibatch (a fresh permutation each epoch, the last partial
         batch dropped); ``None`` trains full batch.
-    validation_fraction : float
-        Fraction of the training rows held out for early stopping, in [0, 0.5);
-        0 disables early stopping.
-    patience : int
-        Stop a member after this many epochs without a lower validation loss;
-        its parameters revert to the best epoch.
     """
 
     optimizer: str = "adam"
@@ -114,8 +109,6 @@ class TrainingConfig:
     momentum: float = 0.9
     num_epochs: int = 1000
     batch_size: int | None = None
-    validation_fraction: float = 0.0
-    patience: int = 50
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -127,10 +120,43 @@ class TrainingConfig:
         set_(self, "num_epochs", check_int(self.num_epochs, "num_epochs", minimum=1))
         if self.batch_size is not None:
             set_(self, "batch_size", check_int(self.batch_size, "batch_size", minimum=1))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig(OptimizerConfig):
+    """:class:`OptimizerConfig` plus early stopping on a held-out split.
+
+    For methods that keep the end point of training (ensemble, bootstrap, MC
+    dropout, Laplace); SWAG samples along the trajectory and extends
+    :class:`OptimizerConfig` only.
+
+    Parameters
+    ----------
+    validation_fraction : float
+        Fraction of the training rows held out for early stopping, in [0, 0.5);
+        0 disables early stopping.
+    patience : int
+        Stop a member after this many epochs without a lower validation loss;
+        its parameters revert to the best epoch.
+    """
+
+    validation_fraction: float = 0.0
+    patience: int = 50
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        set_ = object.__setattr__
         set_(self, "validation_fraction", check_float(
             self.validation_fraction, "validation_fraction", low=0.0, high=0.5,
             high_open=True))
         set_(self, "patience", check_int(self.patience, "patience", minimum=1))
+
+
+def _early_stopping(config: OptimizerConfig) -> tuple[float, int]:
+    """(validation_fraction, patience); (0, 1), i.e. none, for a config without them."""
+    if isinstance(config, TrainingConfig):
+        return config.validation_fraction, config.patience
+    return 0.0, 1
 
 
 class TrainResult(NamedTuple):
@@ -432,7 +458,7 @@ _block_jit = jax.jit(_block, static_argnums=0)
 
 
 def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str, np.ndarray],
-          config: TrainingConfig, *, keys: jax.Array, weights: np.ndarray | None = None,
+          config: OptimizerConfig, *, keys: jax.Array, weights: np.ndarray | None = None,
           X_val: np.ndarray | None = None, y_val: np.ndarray | None = None,
           dropout: float = 0.0, learning_rates: np.ndarray | None = None,
           hook: Any = None, progress_bar: bool = False, desc: str = "train") -> TrainResult:
@@ -447,8 +473,9 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
         Labels in 0..K-1.
     init_params : dict of arrays
         Initial parameters with a leading member axis M.
-    config : TrainingConfig
-        Optimiser, learning rate, epochs, batch size, early-stopping patience.
+    config : OptimizerConfig
+        Optimiser, learning rate, epochs, batch size; a :class:`TrainingConfig`
+        adds early stopping.
     keys : JAX key array of shape (M,)
         One key per member (minibatch permutations and dropout masks).
     weights : array of shape (M, N), optional
@@ -497,7 +524,8 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
     if config.batch_size is not None and config.batch_size > n:
         raise InvalidInputError(
             f"batch_size must be at most the {n} training rows, got {config.batch_size}")
-    early = config.validation_fraction > 0
+    validation_fraction, patience = _early_stopping(config)
+    early = validation_fraction > 0
     if early and (X_val is None or y_val is None or len(y_val) == 0):
         raise InvalidInputError("early stopping needs validation rows X_val, y_val")
     X_val_dev = jnp.asarray(X_val if early else np.zeros((1, X_dev.shape[1])),
@@ -521,7 +549,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
 
     plan = _Plan(spec=spec, optimizer=config.optimizer, momentum=float(config.momentum),
                  batch_size=config.batch_size, n_train=int(n), dropout=float(dropout),
-                 weighted=weighted, early_stopping=early, patience=config.patience, hook=hook)
+                 weighted=weighted, early_stopping=early, patience=patience, hook=hook)
     hook_state = (jax.vmap(hook.init)(params) if hook is not None else ())
     members = _State(
         params=params, opt=_optimizer(plan).init(params), step=jnp.zeros((), jnp.int32), key=keys,
@@ -580,7 +608,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
                        num_steps=int(members.step))
 
 
-def fit_members(spec: MLPSpec, data, config: TrainingConfig, *, seed: int, num_members: int,
+def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_members: int,
                 dropout: float = 0.0, resample: Callable | None = None,
                 learning_rates: np.ndarray | None = None, hook: Any = None,
                 progress_bar: bool = False, desc: str = "train") -> tuple[TrainResult, dict]:
@@ -603,7 +631,7 @@ def fit_members(spec: MLPSpec, data, config: TrainingConfig, *, seed: int, num_m
     """
     ss_split, ss_init, ss_keys, ss_resample = np.random.SeedSequence(seed).spawn(4)
     X, y = data.X_train, data.y_train
-    train_idx, val_idx = split_validation(len(y), config.validation_fraction,
+    train_idx, val_idx = split_validation(len(y), _early_stopping(config)[0],
                                           np.random.default_rng(ss_split))
     X_tr, y_tr = X[train_idx], y[train_idx]
     init_seeds = member_seeds(ss_init, num_members)
@@ -623,7 +651,7 @@ def fit_members(spec: MLPSpec, data, config: TrainingConfig, *, seed: int, num_m
     return result, info
 
 
-def training_diagnostics(result: TrainResult, config: TrainingConfig) -> dict:
+def training_diagnostics(result: TrainResult, config: OptimizerConfig) -> dict:
     """The diagnostics every trained method records (loss traces, timings, early stops)."""
     diag = {"loss": result.loss.astype(np.float32), "fit_seconds": float(result.seconds),
             "train_seconds": float(result.seconds), "num_steps": int(result.num_steps)}
@@ -633,7 +661,7 @@ def training_diagnostics(result: TrainResult, config: TrainingConfig) -> dict:
     return diag
 
 
-def training_warnings(result: TrainResult, config: TrainingConfig) -> list[str]:
+def training_warnings(result: TrainResult, config: OptimizerConfig) -> list[str]:
     """Warnings for a training run that looks unfinished (loss still falling fast)."""
     loss = result.loss
     if loss.shape[1] < 20 or result.val_loss is not None:

@@ -126,7 +126,7 @@ def swag_covariance(state: SwagState, scale: float = 0.5,
     K is the number of stored deviations, min(n, max_rank). For inspection and
     tests; sampling never forms this matrix.
     """
-    mean, var, dev = _parts(state, diagonal)
+    _mean, var, dev = _parts(state, diagonal)
     cov = np.diag(var)
     if dev is not None:
         cov = cov + dev.T @ dev / (dev.shape[0] - 1)
@@ -190,7 +190,7 @@ class _Collector:
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_trainer.TrainingConfig):
+class Config(_trainer.OptimizerConfig):
     """Hyper-parameters of SWAG and MultiSWAG.
 
     Parameters
@@ -223,8 +223,9 @@ class Config(_trainer.TrainingConfig):
     num_samples : int
         S, the total number of draws, split as evenly as possible over the runs
         (default 100).
-    validation_fraction : float
-        Must be 0: SWAG samples along the trajectory, early stopping does not apply.
+
+    There is no early stopping (``validation_fraction``, ``patience``): SWAG
+    samples along the SGD trajectory, so every epoch of the SWA phase is used.
     """
 
     optimizer: str = "sgd"
@@ -259,10 +260,6 @@ class Config(_trainer.TrainingConfig):
         # num_runs × max_rank parameter vectors are bounded like draws (and by
         # their bytes in fit, once the spec is known).
         check_draws(self.num_runs * self.max_rank, "num_runs × max_rank")
-        if self.validation_fraction > 0:
-            raise InvalidInputError(
-                f"validation_fraction must be 0 for swag (it samples along the SGD "
-                f"trajectory; early stopping does not apply), got {self.validation_fraction}")
         if self.num_snapshots < 2:
             raise InvalidInputError(
                 f"swag collects only {self.num_snapshots} snapshot(s) with num_epochs="
@@ -271,7 +268,7 @@ class Config(_trainer.TrainingConfig):
 
     @property
     def swa_start_epoch(self) -> int:
-        return int(round(self.swa_start * self.num_epochs))
+        return round(self.swa_start * self.num_epochs)
 
     @property
     def num_snapshots(self) -> int:
