@@ -17,7 +17,7 @@ import torch
 import uqzoo as uz
 from _float32_reference import U32, draws_proba64, gamma
 from uqzoo import predictive
-from uqzoo.predictive import _CHUNK_ELEMENTS, _chunk_size, predict_proba_draws, summarize
+from uqzoo.predictive import _CHUNK_ELEMENTS, _chunk_size, proba_draws, summarize
 from uqzoo.spec import MLPSpec
 
 U64 = 2.0**-53          # unit roundoff of float64
@@ -76,14 +76,14 @@ def test_summarize_equals_plain_loop_and_np_quantile(hidden, n_classes, activati
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_predict_proba_draws_equals_plain_loop(n_classes):
+def test_proba_draws_equals_plain_loop(n_classes):
     spec, draws, X = make_case((10, 10), n_classes)
     p, bound = draws_proba64(spec, draws, X)
-    got = predict_proba_draws(spec, draws, X)
+    got = proba_draws(spec, draws, X)
     assert got.shape == (53, 41, n_classes) and got.dtype == np.float32
     assert np.all(np.abs(got - p) <= bound + U32)
     for chunk in (1, 5):
-        chunked = predict_proba_draws(spec, draws, X, chunk_size=chunk)
+        chunked = proba_draws(spec, draws, X, chunk_size=chunk)
         assert np.all(np.abs(chunked - p) <= bound + U32)
 
 
@@ -175,7 +175,7 @@ def test_binary_bounds_are_symmetric_and_mean_sums_to_one():
 def test_glm_predictive_summarises_the_linearised_network():
     spec, draws, X = make_case((10, 10), 2, num_draws=31)
     anchor = {k: v.mean(axis=0) for k, v in draws.items()}
-    p = predict_proba_draws(spec, draws, X, anchor=anchor)           # (S, N, 2) float32
+    p = proba_draws(spec, draws, X, anchor=anchor)           # (S, N, 2) float32
     s = summarize(spec, draws, X, LEVELS, anchor=anchor, chunk_size=41)
     q = np.quantile(p.astype(np.float64), [0.025, 0.975], axis=0)
     # same float32 logits on both sides; only the final sigmoid differs in
@@ -183,7 +183,7 @@ def test_glm_predictive_summarises_the_linearised_network():
     np.testing.assert_allclose(s.lower[-1], q[0], rtol=0, atol=4 * U32)
     np.testing.assert_allclose(s.upper[-1], q[1], rtol=0, atol=4 * U32)
     # and the linearised network is not the network itself
-    plain = predict_proba_draws(spec, draws, X)
+    plain = proba_draws(spec, draws, X)
     assert np.abs(plain - p).max() > 1e-3
 
 

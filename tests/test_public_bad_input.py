@@ -165,7 +165,7 @@ def test_classification_data(field, value):
 def test_predict_proba_draws_and_summarize_with_bad_draws(key, value, use_anchor):
     draws = value if key is None else {**DRAWS, key: value}
     anchor = {k: v[0] for k, v in DRAWS.items()} if use_anchor else None
-    only_uqzoo_errors(uz.predict_proba_draws, SPEC, draws, X, anchor=anchor)
+    only_uqzoo_errors(uz.proba_draws, SPEC, draws, X, anchor=anchor)
     only_uqzoo_errors(uz.summarize, SPEC, draws, X, anchor=anchor)
 
 
@@ -178,7 +178,7 @@ def test_summarize_and_predict_proba_draws_arguments(arg, value):
     summary_args = {k: v for k, v in args.items() if k != "levels"}
     only_uqzoo_errors(uz.summarize, levels=levels, **summary_args)
     if arg != "levels":
-        only_uqzoo_errors(uz.predict_proba_draws, **args)
+        only_uqzoo_errors(uz.proba_draws, **args)
 
 
 @SETTINGS

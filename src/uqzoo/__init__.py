@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "fit": "uqzoo.methods",
     "Posterior": "uqzoo.posterior",
     "PredictiveSummary": "uqzoo.predictive",
-    "predict_proba_draws": "uqzoo.predictive",
+    "proba_draws": "uqzoo.predictive",
     "summarize": "uqzoo.predictive",
     "MLPSpec": "uqzoo.spec",
 }
@@ -96,5 +96,5 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.io import load_posterior
     from uqzoo.methods import fit
     from uqzoo.posterior import Posterior
-    from uqzoo.predictive import PredictiveSummary, predict_proba_draws, summarize
+    from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
     from uqzoo.spec import MLPSpec

@@ -194,7 +194,7 @@ class Posterior:
             chosen with ``seed``); all draws by default.
         seed : int
         """
-        return engine.predict_proba_draws(self.spec, self._subset(num_samples, seed), X,
+        return engine.proba_draws(self.spec, self._subset(num_samples, seed), X,
                                               anchor=self._anchor())
 
     def predict_proba(self, X: object) -> np.ndarray:

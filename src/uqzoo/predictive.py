@@ -3,7 +3,7 @@
 Every method emits parameter draws in the shared layout, so this one engine
 serves all of them. Two entry points:
 
-- :func:`predict_proba_draws` materialises the (S, N, K) probabilities, for
+- :func:`proba_draws` materialises the (S, N, K) probabilities, for
   small N;
 - :func:`summarize` streams over N in chunks and keeps only what the
   evaluator needs per point -- posterior-mean probabilities, equal-tailed
@@ -44,7 +44,7 @@ __all__ = [
     "DEFAULT_LEVELS",
     "PredictiveSummary",
     "default_workers",
-    "predict_proba_draws",
+    "proba_draws",
     "summarize",
 ]
 
@@ -300,10 +300,14 @@ def _binary_proba(logits: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def predict_proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
+def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
                         anchor: Mapping | None = None,
                         chunk_size: int | None = None) -> np.ndarray:
-    """Class probabilities of every draw at every point.
+    """Class probabilities of every parameter draw at every point (the engine).
+
+    :meth:`Posterior.predict_proba_draws` is the user-facing form: it takes
+    only X, subsamples draws and applies the posterior's predictive ("glm"
+    linearisation); this function evaluates whatever parameters it is given.
 
     Parameters
     ----------
@@ -326,7 +330,7 @@ def predict_proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
     >>> import numpy as np, uqzoo as uz
     >>> spec = uz.MLPSpec(3, 2, hidden=(4,))
     >>> draws = spec.init_params(seed=0, num=5)
-    >>> uz.predict_proba_draws(spec, draws, np.zeros((7, 3))).shape
+    >>> uz.proba_draws(spec, draws, np.zeros((7, 3))).shape
     (5, 7, 2)
     """
     draws, X, anchor = _prepare(spec, draws, X, anchor)
