@@ -43,8 +43,8 @@ class StandInPosterior:
         self.calls = 0
 
     def summarize(self, X, levels=(0.5, 0.8, 0.9, 0.95), chunk_size=None):
-        from uqzoo.predictive import PredictiveSummary
         from uqzoo.metrics.uncertainty import entropy_of
+        from uqzoo.predictive import PredictiveSummary
         self.calls += 1
         d = self._draws[:, X[:, 0].astype(int)]
         ci = credible_interval(d, levels)
@@ -174,7 +174,7 @@ def test_bad_input():
         evaluate(StandInPosterior(draws), as_data(y, p_true, 2), p_true=p_true)
     with pytest.raises(InvalidInputError, match="sum to 1"):
         evaluate(draws * 0.9, y)
-    with pytest.raises(InvalidInputError, match="labels in 0..1"):
+    with pytest.raises(InvalidInputError, match=r"labels in 0\.\.1"):
         evaluate(draws, np.full(50, 2))
 
 
@@ -258,3 +258,136 @@ def test_fitted_posterior_carries_labels_through_save_load_and_evaluate(tmp_path
     assert widths["class"].tolist() == ["Gentoo", "Adelie"]
     with pytest.raises(InvalidInputError, match="classes"):
         evaluate(loaded, uz.datasets.from_arrays(X, species, seed=0))   # sorted: other order
+
+
+# -- detection rows and the failure detector (issue 12) -----------------------------------
+
+def concentrated_draws(p_target, S=200, concentration=400.0, seed=0):
+    """(S, N, 2) draws of P(target) ~ Beta around ``p_target``: tight, confident intervals."""
+    rng = np.random.default_rng(seed)
+    p = np.clip(np.asarray(p_target, float), 1e-4, 1 - 1e-4)
+    p1 = rng.beta(p * concentration, (1 - p) * concentration, size=(S, p.size))
+    return np.stack([1 - p1, p1], axis=-1)
+
+
+def test_binary_table_holds_detection_rows_equal_to_the_metrics():
+    from uqzoo.metrics import detection_roc, pd_at_far
+    draws, y, p_true = simulated(seed=4, N=3000)
+    report = evaluate(draws, y, levels=(0.8,), p_true=p_true, far=(1e-3, 1e-2, 0.1))
+    score = draws.mean(0)[:, 1]
+    roc = detection_roc(score, y == 1)
+    assert report.value("detection_auroc", cls=1) == roc.auroc
+    assert report.to_dict()["detection_auroc"] == roc.auroc
+    want = pd_at_far(score, y == 1, far=(1e-3, 1e-2, 0.1))
+    for i, far in enumerate((1e-3, 1e-2, 0.1)):
+        variant = f"far={far:g}"
+        assert report.value("pd_at_far", cls=1, variant=variant) == want.pd[i]
+        assert report.value("pd_at_far_lower", cls=1, variant=variant) == want.lower[i]
+        assert report.value("pd_at_far_upper", cls=1, variant=variant) == want.upper[i]
+        assert report.value("far_achieved", cls=1, variant=variant) <= far
+        assert report.to_dict()[f"pd_at_far@{far:g}"] == want.pd[i]
+    assert "detection (" in report.summary() and "Pd@FAR 0.001" in report.summary()
+    assert report.failures == () and report.to_dict()["failed"] is False
+
+
+def test_no_detection_rows_for_three_classes_or_one_present_class():
+    draws, y, _ = simulated(N=300, K=3)
+    report = evaluate(draws, y, levels=(0.8,))
+    assert "detection_auroc" not in set(report.table.metric) and report.detection_roc is None
+    draws, _, _ = simulated(N=300, K=2)
+    report = evaluate(draws, np.zeros(300, int), levels=(0.8,))
+    assert "pd_at_far" not in set(report.table.metric) and report.pd_at_far is None
+
+
+def test_bad_far_is_refused_before_any_work():
+    draws, y, _ = simulated(N=50)
+    with pytest.raises(InvalidInputError, match=r"far entry must lie in \(0.0, 1.0\), got 2.0"):
+        evaluate(StandInPosterior(draws), as_data(y, None, 2), far=2.0)
+
+
+def test_a_fit_that_gives_up_on_rare_targets_is_flagged_loudly():
+    # The issue's failure: 0.5 % targets, P(target) ≈ 0.01 everywhere. Accuracy
+    # 99.5 %, low ECE, and every target confidently called background.
+    N, n_targets = 4000, 20
+    y = (np.arange(N) < n_targets).astype(int)
+    draws = concentrated_draws(np.full(N, 0.01))
+    report = evaluate(draws, y, levels=(0.8, 0.95))
+    assert report.value("accuracy") == 0.995
+    kinds = [f.kind for f in report.failures]
+    assert kinds == ["one_class", "hcs_confident_misses"]
+    assert "predicts class '0' for all 4000 test points" in str(report.failures[0])
+    assert "20 of 20 points of class '1' confidently called not '1'" in str(report.failures[1])
+    text = report.summary().splitlines()
+    assert text[1].startswith("  FAILED (one_class)") and text[2].startswith("  FAILED (hcs_")
+    d = report.to_dict()
+    assert d["failed"] is True and d["flags"] == "one_class, hcs_confident_misses"
+
+
+def test_chance_level_noise_model():
+    # The chance test's mean and standard error are those of balanced accuracy
+    # under label-blind predictions: over R = 2000 simulated label-blind
+    # predictors the sample mean must match within 4 standard errors of a
+    # mean, and the sample sd within 4 × its own relative error 1/√(2R).
+    from uqzoo.evaluate import _chance_level
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(300, int), np.ones(40, int), np.full(60, 2)]
+    q = np.array([0.6, 0.1, 0.3])
+    bas = []
+    for _ in range(2000):
+        pred = rng.choice(3, size=y.size, p=q)
+        bas.append(np.mean([(pred[y == k] == k).mean() for k in range(3)]))
+    chance, se = _chance_level(rng.choice(3, size=400_000, p=q), np.tile(y, 1000))
+    # the same per-class counts ×1000 shrink se by √1000; compare like with like
+    se *= np.sqrt(1000)
+    assert np.mean(bas) == pytest.approx(chance, abs=4 * se / np.sqrt(2000))
+    assert np.std(bas, ddof=1) == pytest.approx(se, rel=4 / np.sqrt(2 * 2000))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_label_blind_fit_is_flagged_at_chance_and_a_good_one_is_not(seed):
+    rng = np.random.default_rng(seed)
+    N = 2000
+    y = rng.integers(0, 2, N)
+    blind = concentrated_draws(rng.uniform(0.2, 0.8, N), concentration=30, seed=seed)
+    kinds = [f.kind for f in evaluate(blind, y, levels=(0.8,)).failures]
+    assert "chance" in kinds and "one_class" not in kinds
+    draws, y_good, _ = simulated(seed=seed, N=N)
+    assert evaluate(draws, y_good, levels=(0.8,)).failures == ()
+
+
+def test_inverted_ranking_is_flagged():
+    draws, y, _ = simulated(seed=1, N=1000)
+    report = evaluate(draws[..., ::-1], y, levels=(0.8,))
+    kinds = [f.kind for f in report.failures]
+    assert "below_chance_ranking" in kinds and "chance" in kinds
+    assert report.detection_roc.auroc < 0.5
+
+
+def test_hcs_errors_are_judged_against_the_fits_own_probabilities():
+    # Calibrated and confident: P(target) is 0.1 or 0.9 with tight intervals, so
+    # all points are in the HCS (δ = 0.2), and ~10 % of each side is wrong --
+    # exactly what the fit says. Not a failure.
+    rng = np.random.default_rng(0)
+    N = 4000
+    p = np.where(np.arange(N) % 2 == 0, 0.1, 0.9)
+    y = (rng.random(N) < p).astype(int)
+    draws = concentrated_draws(p, concentration=4000)
+    report = evaluate(draws, y, levels=(0.8,))
+    hcs_size = report.value("hcs_size", 0.8, cls=1)
+    assert hcs_size == N and report.value("hcs_missed_targets", 0.8, cls=1) > 100
+    assert report.failures == ()
+    # The same intervals with P(target) = 0.01 / 0.99 claimed, and the same
+    # labels: ~10 % confident errors where the fit expects ~1 %.
+    overconfident = concentrated_draws(np.where(p < 0.5, 0.01, 0.99), concentration=4000)
+    kinds = [f.kind for f in evaluate(overconfident, y, levels=(0.8,)).failures]
+    assert kinds == ["hcs_confident_misses", "hcs_confident_false_alarms"]
+
+
+def test_streamed_report_carries_failures_like_raw_draws():
+    N = 600
+    y = (np.arange(N) < 6).astype(int)
+    draws = concentrated_draws(np.full(N, 0.01))
+    streamed = evaluate(StandInPosterior(draws), as_data(y, None, 2), levels=(0.8,),
+                        chunk_size=128)
+    raw = evaluate(draws, y, levels=(0.8,))
+    assert streamed.failures == raw.failures and streamed.failures

@@ -9,9 +9,18 @@ Two paths give the same numbers:
 - raw draws (S, N, K) are summarised chunk by chunk the same way.
 
 Metrics that need a global sort (AURC, E-AURC, AUARC, misclassification
-AUROC, quantile-binned and adaptive ECE) are computed exactly at the end on
-the (N, K) posterior-mean probabilities, which are kept (16 bytes per point
-for K = 2: 160 MB at 10^7 points).
+AUROC, detection ROC, quantile-binned and adaptive ECE) are computed exactly
+at the end on the (N, K) posterior-mean probabilities, which are kept (16
+bytes per point for K = 2: 160 MB at 10^7 points).
+
+Binary problems are also read as target detection (class 1 the target, its
+posterior-mean probability the score): detection AUROC and Pd at fixed
+false-alarm rates with exact intervals. Every evaluation ends with a failure
+check (:class:`FitFailure`): a fit at chance, one that predicts a single
+class, ranks targets below background, or whose High Confidence Set holds
+more confident errors than its own probabilities allow, is listed in
+``EvalReport.failures`` and first in ``summary()``, never hidden behind a
+high accuracy.
 """
 
 from __future__ import annotations
@@ -37,6 +46,14 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics import calibration as cal
 from uqzoo.metrics import selective as sel
 from uqzoo.metrics._common import check_delta
+from uqzoo.metrics.detection import (
+    DEFAULT_FARS,
+    DetectionROC,
+    PdAtFar,
+    _check_fars,
+    detection_roc,
+    pd_at_far,
+)
 from uqzoo.metrics.hcs import HCS_SIDES
 from uqzoo.metrics.streaming import (
     CalibrationAccumulator,
@@ -47,12 +64,61 @@ from uqzoo.metrics.streaming import (
 )
 from uqzoo.metrics.uncertainty import entropy_of
 
-__all__ = ["DEFAULT_LEVELS", "EvalReport", "evaluate"]
+__all__ = ["DEFAULT_FARS", "DEFAULT_LEVELS", "EvalReport", "FitFailure", "evaluate"]
 
 # Rows per streamed chunk when the caller gives none: the per-chunk outputs
 # (mean, L bounds) are small; the engine bounds its own S × chunk work memory.
 _DEFAULT_CHUNK = 2**16
 TABLE_COLUMNS = ["metric", "variant", "level", "class", "value", "stderr"]
+# Level of the Clopper–Pearson interval on Pd in the table.
+PD_CONFIDENCE = 0.95
+
+# -- failure detector thresholds ------------------------------------------------
+# Balanced accuracy is "at chance" when it is not CHANCE_Z binomial standard
+# errors above what predictions independent of the labels would score (see
+# _chance_level): one-sided z = 2, so a fit that truly is at chance is flagged
+# ~98 % of the time, and one 2 SE above chance half the time.
+CHANCE_Z = 2.0
+# Detection AUROC "below chance": more than BELOW_CHANCE_Z DeLong standard
+# errors under 0.5, i.e. targets ranked below background.
+BELOW_CHANCE_Z = 2.0
+# A side of the HCS "holds confident errors" when they are at least
+# HCS_ERROR_MIN_RATE of the points that could be hit (the class's points for
+# misses, the other points for false alarms; so that a negligible
+# miscalibration on millions of pixels is not called a failure) and either
+# (a) a model whose own posterior-mean probabilities were right would make that
+# many or more with probability below HCS_ERROR_P (Chernoff bound on the
+# Poisson-binomial count: each confident member errs independently with its
+# own probability) -- the fit is overconfident -- or (b) they are more than
+# HCS_MAJORITY of those points: the set confidently dismisses most targets,
+# as a fit that calls a rare class background everywhere does, however well
+# its probabilities match the class prior.
+HCS_ERROR_P = 1e-3
+HCS_ERROR_MIN_RATE = 0.01
+HCS_MAJORITY = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class FitFailure:
+    """One way a fit failed, found by :func:`evaluate`.
+
+    Attributes
+    ----------
+    kind : str
+        ``"one_class"`` (predicts one class everywhere), ``"chance"``
+        (balanced accuracy not above chance), ``"below_chance_ranking"``
+        (binary: targets ranked below background), ``"hcs_confident_misses"``
+        or ``"hcs_confident_false_alarms"`` (the High Confidence Set holds
+        confident errors).
+    message : str
+        What was found, with the numbers.
+    """
+
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -99,7 +165,17 @@ class EvalReport:
         False when the posterior reported non-convergence: its numbers are
         then suspect, and ``summary()`` says so.
     warnings : tuple of str
-        The posterior's warnings.
+        The posterior's own warnings (convergence diagnostics).
+    failures : tuple of FitFailure
+        Ways the fit failed, found by the evaluation (see :class:`FitFailure`);
+        ``summary()`` shows them first and ``to_dict()`` as ``failed`` and
+        ``flags``.
+    detection_roc : DetectionROC or None
+        Binary problems with both classes in ``y``: the detection ROC of
+        P(class 1).
+    pd_at_far : PdAtFar or None
+        Binary problems: Pd at the false-alarm rates ``far`` with
+        Clopper–Pearson intervals at level ``PD_CONFIDENCE``.
     streamed : bool
         True when computed through ``Posterior.summarize``.
     classes : tuple
@@ -133,6 +209,9 @@ class EvalReport:
     warnings: tuple[str, ...] = ()
     streamed: bool = False
     classes: tuple[Any, ...] = ()
+    failures: tuple[FitFailure, ...] = ()
+    detection_roc: DetectionROC | None = None
+    pd_at_far: PdAtFar | None = None
 
     def value(self, metric: str, level: float | None = None, cls: object = None,
               variant: str | None = None) -> float:
@@ -164,6 +243,8 @@ class EvalReport:
         out: dict[str, Any] = {
             "n_points": self.n_points, "n_classes": self.n_classes,
             "num_draws": self.num_draws, "method": self.method, "converged": self.converged,
+            "failed": bool(self.failures),
+            "flags": ", ".join(dict.fromkeys(f.kind for f in self.failures)),
         }
         for name in ("accuracy", "balanced_accuracy", "ece", "mce", "adaptive_ece",
                      "classwise_ece", "brier", "nll", "aurc", "eaurc", "auarc",
@@ -190,6 +271,15 @@ class EvalReport:
             pooled = np.nansum(accs.value.to_numpy() * sizes.value.to_numpy())
             out[f"hcs_accuracy@{key}"] = float(pooled / size) if size > 0 else float("nan")
             out[f"hcs_missed_targets@{key}"] = int(missed.value.sum())
+        if self.detection_roc is not None:
+            out["detection_auroc"] = self.detection_roc.auroc
+        if self.pd_at_far is not None:
+            r = self.pd_at_far
+            for i, far in enumerate(r.far):
+                key = f"{far:g}"
+                out[f"pd_at_far@{key}"] = float(r.pd[i])
+                out[f"pd_at_far_lower@{key}"] = float(r.lower[i])
+                out[f"pd_at_far_upper@{key}"] = float(r.upper[i])
         return out
 
     def summary(self) -> str:
@@ -198,6 +288,8 @@ class EvalReport:
         head = (f"EvalReport: {self.n_points} points, K={self.n_classes}, "
                 f"S={self.num_draws} draws" + (f", method={self.method}" if self.method else ""))
         lines = [head]
+        for failure in self.failures:
+            lines.append(f"  FAILED ({failure.kind}): {failure.message}")
         if self.converged is False:
             lines.append("  WARNING: the posterior did NOT converge; treat these numbers "
                          "with care.")
@@ -216,6 +308,12 @@ class EvalReport:
                 f"({d[f'hcs_proportion@{key}']:.1%}), accuracy {d[f'hcs_accuracy@{key}']:.4f}, "
                 f"missed targets {d[f'hcs_missed_targets@{key}']}"
             )
+        if self.detection_roc is not None and self.pd_at_far is not None:
+            roc, r = self.detection_roc, self.pd_at_far
+            pds = "  ".join(
+                f"Pd@FAR {far:g} {r.pd[i]:.3f} [{r.lower[i]:.3f}, {r.upper[i]:.3f}]"
+                for i, far in enumerate(r.far))
+            lines.append(f"  detection ({r.n_targets} targets): AUROC {roc.auroc:.4f}  {pds}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -232,10 +330,10 @@ class _Chunk:
 
 
 def _resolve_data(data_or_labels: object, p_true: object
-                  ) -> tuple[np.ndarray | None, np.ndarray, object, dict]:
+                  ) -> tuple[np.ndarray | None, object, object, dict]:
     """(X or None, y, p_true, extras) from a ClassificationData or a label array."""
     if hasattr(data_or_labels, "X_test") and hasattr(data_or_labels, "y_test"):
-        data = data_or_labels
+        data: Any = data_or_labels
         if p_true is not None:
             raise InvalidInputError(
                 "p_true must not be given with a ClassificationData: its p_true_test is used"
@@ -311,7 +409,8 @@ def _posterior_chunks(posterior: Any, X: np.ndarray, levels: tuple[float, ...], 
 def evaluate(posterior_or_draws: object, data_or_labels: object,
              levels: Sequence[float] = DEFAULT_LEVELS, delta: float = 0.2, *,
              p_true: object = None, chunk_size: int | None = None, n_bins: int = 15,
-             side: str = "both", progress_bar: bool = False) -> EvalReport:
+             side: str = "both", progress_bar: bool = False,
+             far: Sequence[float] = DEFAULT_FARS) -> EvalReport:
     """Evaluate a posterior predictive: intervals, coverage, HCS, calibration, selection.
 
     Parameters
@@ -339,10 +438,20 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         Which confident decisions form the HCS.
     progress_bar : bool
         Show a tqdm bar over chunks.
+    far : sequence of float in (0, 1)
+        False-alarm rates of the ``pd_at_far`` rows (binary problems).
 
     Returns
     -------
     EvalReport
+        Its ``failures`` list what is wrong with the fit: predictions of one
+        class everywhere; a balanced accuracy within ``CHANCE_Z`` = 2
+        standard errors of what label-blind predictions would score; for
+        binary data a detection AUROC more than 2 DeLong standard errors
+        below 0.5; and, per level, HCS confident misses or false alarms far
+        beyond what the fit's own probabilities expect (``HCS_ERROR_P``) or
+        more than half of the points they could hit, and at least 1 % of
+        them (``HCS_ERROR_MIN_RATE``).
 
     Examples
     --------
@@ -362,6 +471,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     delta = check_delta(delta)
     n_bins = check_int(n_bins, "n_bins", minimum=1)
     side = check_choice(side, "side", HCS_SIDES)
+    fars = tuple(float(f) for f in _check_fars(far))
     if chunk_size is not None:
         chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
     chunk = chunk_size or _DEFAULT_CHUNK
@@ -402,7 +512,8 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
 
     fit_classes = getattr(posterior_or_draws, "classes", None) if is_posterior else None
     classes = extras["classes"] or (tuple(fit_classes) if fit_classes is not None else None)
-    report_parts = _accumulate(chunks, y, truth, levels, delta, side, n_bins, N, K, classes)
+    report_parts = _accumulate(chunks, y, truth, levels, delta, side, n_bins, N, K, classes,
+                               fars)
     if report_parts["num_draws"] is not None:
         num_draws = report_parts["num_draws"]
     K = report_parts["mean"].shape[1]
@@ -421,12 +532,15 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         method=getattr(posterior_or_draws, "method", None) if is_posterior else None,
         converged=getattr(posterior_or_draws, "converged", None) if is_posterior else None,
         warnings=warnings, streamed=is_posterior, classes=classes,
+        failures=_find_failures(report_parts, y, levels, names),
+        detection_roc=report_parts["detection_roc"], pd_at_far=report_parts["pd_at_far"],
     )
 
 
 def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | None,
                 levels: tuple[float, ...], delta: float, side: str, n_bins: int, N: int,
-                K: int | None, classes: tuple | None) -> dict[str, Any]:
+                K: int | None, classes: tuple | None,
+                fars: tuple[float, ...] = DEFAULT_FARS) -> dict[str, Any]:
     L = len(levels)
     state: dict[str, Any] = {}
     start = 0
@@ -479,12 +593,12 @@ def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | Non
         start = stop
     if start != N:
         raise InvalidInputError(f"the summaries covered {start} of the {N} test points")
-    return _finish(state, y, truth, levels, delta, side, n_bins, num_draws, classes)
+    return _finish(state, y, truth, levels, delta, side, n_bins, num_draws, classes, fars)
 
 
 def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[float, ...],
             delta: float, side: str, n_bins: int, num_draws: int | None,
-            classes: tuple | None) -> dict[str, Any]:
+            classes: tuple | None, fars: tuple[float, ...] = DEFAULT_FARS) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     nan = float("nan")
     mean = state["mean"]
@@ -577,6 +691,20 @@ def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[
             add("hcs_detected_targets", variant, hcs.detected_targets[i, j], level=level, cls=k)
             add("hcs_false_targets", variant, hcs.false_targets[i, j], level=level, cls=k)
 
+    roc, pd_far = None, None
+    if K == 2 and 0 < int(y.sum()) < N:
+        # Target detection: class 1 is the target, P(class 1) the score.
+        roc = detection_roc(mean[:, 1], y == 1)
+        add("detection_auroc", "score P(class 1), tie-aware; stderr DeLong", roc.auroc,
+            roc.auroc_stderr, cls=1)
+        pd_far = pd_at_far(mean[:, 1], y == 1, far=fars, confidence=PD_CONFIDENCE)
+        for i, far in enumerate(pd_far.far):
+            variant = f"far={far:g}"
+            add("pd_at_far", variant, pd_far.pd[i], pd_far.pd_stderr[i], cls=1)
+            add("pd_at_far_lower", variant, pd_far.lower[i], cls=1)
+            add("pd_at_far_upper", variant, pd_far.upper[i], cls=1)
+            add("far_achieved", variant, pd_far.far_achieved[i], cls=1)
+
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     if all(isinstance(c, int) and not isinstance(c, bool) for c in classes):
         table["class"] = table["class"].astype("Int64")
@@ -585,4 +713,114 @@ def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[
     return dict(table=table, mean=mean, width=state["width"], hcs_pos=state["hcs_pos"],
                 hcs_neg=state["hcs_neg"], hcs_classes=state["hcs"].classes,
                 expected_entropy=state["expected_entropy"], reliability=reliability,
-                risk_coverage=rc, num_draws=num_draws, classes=classes)
+                risk_coverage=rc, num_draws=num_draws, classes=classes,
+                balanced_accuracy=scores.balanced_accuracy, detection_roc=roc,
+                pd_at_far=pd_far)
+
+
+# -- failure detector -------------------------------------------------------------------
+
+def _chance_level(pred: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Mean and standard error of balanced accuracy for label-blind predictions.
+
+    Null model: each point is predicted class k with probability q_k (the
+    fit's own prediction frequencies) independently of its label. The recall
+    of a present class k is then Binomial(n_k, q_k) / n_k, independent across
+    classes, so balanced accuracy = mean over the present classes P of the
+    recalls has mean (1/|P|) Σ q_k and variance (1/|P|²) Σ q_k (1 − q_k) / n_k
+    -- 1/K with a standard error of order 1/(K √n) when predictions are
+    uniform.
+    """
+    K = int(max(pred.max(), y.max())) + 1
+    n_k = np.bincount(y, minlength=K)
+    q = np.bincount(pred, minlength=K) / pred.shape[0]
+    present = n_k > 0
+    m = int(present.sum())
+    mean = float(q[present].sum() / m)
+    se = float(np.sqrt(np.sum(q[present] * (1 - q[present]) / n_k[present])) / m)
+    return mean, se
+
+
+def _chernoff_log_tail(count: int, expected: float) -> float:
+    """log of the Chernoff bound on P(X ≥ count) for a sum X of Bernoullis with mean ``expected``.
+
+    P(X ≥ k) ≤ exp(−μ) (e μ / k)^k for k > μ (and ≤ 1 otherwise).
+    """
+    if count <= expected:
+        return 0.0
+    if expected <= 0:
+        return -math.inf
+    return -expected + count * (1 + math.log(expected) - math.log(count))
+
+
+def _find_failures(parts: dict[str, Any], y: np.ndarray, levels: tuple[float, ...],
+                   classes: tuple[str, ...]) -> tuple[FitFailure, ...]:
+    """The fit's failures; ``classes`` are the display names used in the messages."""
+    mean = parts["mean"]
+    N = mean.shape[0]
+    pred = mean.argmax(axis=1)
+    present = np.unique(y)
+    out: list[FitFailure] = []
+    ba = float(parts["balanced_accuracy"])
+    if present.size >= 2:
+        predicted = np.unique(pred)
+        if predicted.size == 1:
+            out.append(FitFailure("one_class", (
+                f"predicts class {classes[int(predicted[0])]!r} for all {N} test points "
+                f"(balanced accuracy {ba:.3f}); accuracy and ECE only reflect the class "
+                f"balance")))
+        else:
+            chance, se = _chance_level(pred, y)
+            if ba <= chance + CHANCE_Z * se:
+                out.append(FitFailure("chance", (
+                    f"balanced accuracy {ba:.3f} is at chance: label-blind predictions "
+                    f"with the same class frequencies score {chance:.3f} ± {se:.3f}, and "
+                    f"this is within {CHANCE_Z:g} standard errors")))
+    roc = parts["detection_roc"]
+    if roc is not None and np.isfinite(roc.auroc_stderr) \
+            and roc.auroc < 0.5 - BELOW_CHANCE_Z * roc.auroc_stderr:
+        out.append(FitFailure("below_chance_ranking", (
+            f"ranks targets ({classes[1]!r}) below background: detection AUROC "
+            f"{roc.auroc:.3f} ± {roc.auroc_stderr:.3f}")))
+    out += _hcs_failures(parts, y, levels, classes)
+    return tuple(out)
+
+
+def _hcs_failures(parts: dict[str, Any], y: np.ndarray, levels: tuple[float, ...],
+                  classes: tuple[str, ...]) -> list[FitFailure]:
+    mean = parts["mean"]
+    N = mean.shape[0]
+    out = []
+    for j, k in enumerate(parts["hcs_classes"]):
+        is_k = y == k
+        n_k = int(is_k.sum())
+        p = mean[:, k]
+        sides = (
+            # (kind, members, wrong, P(wrong) per point, points that can be hit, wording)
+            ("hcs_confident_misses", parts["hcs_neg"][..., j], is_k, p, n_k,
+             f"points of class {classes[k]!r} confidently called not {classes[k]!r}"),
+            ("hcs_confident_false_alarms", parts["hcs_pos"][..., j], ~is_k, 1 - p, N - n_k,
+             f"points of other classes confidently called {classes[k]!r}"),
+        )
+        for kind, members, wrong, p_wrong, exposed, wording in sides:
+            found = []
+            for i, level in enumerate(levels):
+                inside = members[i]
+                errors = int((inside & wrong).sum())
+                expected = float(p_wrong[inside].sum())
+                if exposed == 0 or errors < HCS_ERROR_MIN_RATE * exposed:
+                    continue
+                overconfident = _chernoff_log_tail(errors, expected) < math.log(HCS_ERROR_P)
+                if overconfident or errors > HCS_MAJORITY * exposed:
+                    found.append((level, errors, expected, overconfident))
+            if found:
+                # the highest level: the smallest set, the strongest evidence
+                level, errors, expected, overconfident = found[-1]
+                also = [f"{lv:g}" for lv, *_ in found[:-1]]
+                why = (f"the fit's own probabilities expect only {expected:.2f}" if overconfident
+                       else f"most of them; the fit's own probabilities expect {expected:.2f}")
+                out.append(FitFailure(kind, (
+                    f"High Confidence Set at level {level:g}: {errors} of {exposed} {wording} "
+                    f"({errors / exposed:.1%}: {why})"
+                    + (f"; also at levels {', '.join(also)}" if also else ""))))
+    return out
