@@ -299,3 +299,127 @@ def test_evaluate_refuses_a_hostile_posterior_in_one_line(tmp_path, capsys):
     (tmp_path / "half.nc").write_bytes(path.read_bytes()[:3000])
     assert main(["evaluate", str(tmp_path / "half.nc"), *SMALL_DATA]) == 2
     _one_line_error(capsys, "truncated or foreign")
+
+
+# -- data from files: hyperspectral scenes and CSV tables ---------------------------------
+
+def _scene_files(tmp_path):
+    """A 24 × 24 scene with three small targets, cube and 0/1 mask in separate .mat files."""
+    import scipy.io
+
+    rng = np.random.default_rng(0)
+    cube = rng.normal(size=(24, 24, 5)).astype(np.float32)
+    mask = np.zeros((24, 24), np.uint8)
+    mask[3:6, 3:6] = mask[15:18, 16:19] = mask[18:21, 4:7] = 1
+    cube[mask == 1] += 2.0
+    scipy.io.savemat(tmp_path / "cube.mat", {"cube": cube, "wavelengths": np.arange(5.0)[None]})
+    scipy.io.savemat(tmp_path / "mask.mat", {"PlaneGT": mask})
+    return str(tmp_path / "cube.mat"), str(tmp_path / "mask.mat")
+
+
+def test_compare_on_a_scene_from_files(tmp_path, capsys):
+    cube, mask = _scene_files(tmp_path)
+    out = tmp_path / "results"
+    argv = ["compare", "--dataset", cube, "--labels", mask, "--unlabelled", "none",
+            "--class-names", "background,plane", "--target-class", "plane",
+            "--split", "blocks", "--guard", "2", "--methods", "ensemble", "--no-progress",
+            "--set", "ensemble.num_members=2", "--set", "ensemble.num_epochs=30",
+            "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "scene 24×24: split 'blocks', guard band 2 px" in printed
+    assert "True (plane)" in printed and "name='cube.mat'" in printed
+    assert (out / "maps_ensemble.png").stat().st_size > 0
+    assert not (out / "coverage.png").exists()     # a real scene has no true probabilities
+    data = uz.datasets.from_hsi(cube, mask, unlabelled=None, target_class=1, split="blocks")
+    post = uz.load_posterior(out / "ensemble.nc")
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    # the saved posterior, evaluated on the same split built in Python, gives the table
+    report = uz.evaluate(post, data, levels=(0.8, 0.95))
+    assert report.to_dict()["accuracy"] == pytest.approx(table.loc["ensemble", "accuracy"])
+
+
+def test_fit_and_evaluate_load_the_same_scene_split(tmp_path, capsys):
+    cube, mask = _scene_files(tmp_path)
+    scene = ["--dataset", cube, "--labels", mask, "--unlabelled", "none",
+             "--split", "top-bottom", "--split-fraction", "0.6", "--guard", "1"]
+    post = tmp_path / "post.nc"
+    assert main(["fit", "ensemble", *scene, "--no-progress", "--out", str(post),
+                 "--set", "num_members=2", "--set", "num_epochs=20"]) == 0
+    assert main(["evaluate", str(post), *scene, "--out", str(tmp_path / "t.csv")]) == 0
+    table = pd.read_csv(tmp_path / "t.csv")
+    accuracy = table.loc[table.metric == "accuracy", "value"].iloc[0]
+    data = uz.datasets.from_hsi(cube, mask, unlabelled=None, split="top-bottom",
+                                split_fraction=0.6, guard=1)
+    assert data.meta["split_boundary"] == 14
+    expected = uz.evaluate(uz.load_posterior(post), data).to_dict()["accuracy"]
+    assert accuracy == pytest.approx(expected)
+    assert "split 'top-bottom', guard band 1 px" in capsys.readouterr().out
+
+
+def test_random_scene_split_is_flagged_optimistic(tmp_path, capsys, monkeypatch):
+    cube, mask = _scene_files(tmp_path)
+    monkeypatch.setattr(uz.methods, "fit", lambda *a, **k: (_ for _ in ()).throw(
+        KeyboardInterrupt))
+    assert main(["fit", "ensemble", "--dataset", cube, "--labels", mask, "--unlabelled",
+                 "none", "--split", "random", "--no-progress",
+                 "--out", str(tmp_path / "p.nc")]) == 130
+    assert "scores are optimistic" in capsys.readouterr().out
+
+
+def test_fit_on_a_csv_table_with_target(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(
+        kind=np.where(X[:, 0] + X[:, 1] > 0, "yes", "no"))
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    post = tmp_path / "post.nc"
+    table = ["--dataset", str(tmp_path / "t.csv"), "--target", "kind", "--test-size", "0.3"]
+    assert main(["fit", "ensemble", *table, "--no-progress", "--out", str(post),
+                 "--set", "num_members=2", "--set", "num_epochs=20"]) == 0
+    assert uz.load_posterior(post).classes == ("no", "yes")
+    assert main(["evaluate", str(post), *table]) == 0
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--dataset", "iris", "--labels", "m.mat"],
+     "--labels applies only when --dataset is a file"),
+    (["--dataset", "absent.mat"], "--dataset 'absent.mat': no such file"),
+    (["--guard", "two"], "--guard must be an integer, got 'two'"),
+    (["--block-size", "4,4,4"], "--block-size must be a block side in pixels, or HEIGHT,WIDTH"),
+    (["--unlabelled", "nothing"], "--unlabelled must be an integer label or none"),
+    (["--split", "blocks", "--split-fraction", "0.3"],
+     "--split-fraction 0.3 applies to split 'left-right' or 'top-bottom', not --split blocks"),
+    (["--unlabelled", "0"], "if 0 is a class (the background of a 0/1 target mask), pass "
+                            "--unlabelled none"),
+    (["--unlabelled", "none", "--split-fraction", "0.1"],
+     "--split left-right leaves label 0 with no training pixel (549 labelled: 0 train"),
+    (["--unlabelled", "none", "--target-class", "plane"],
+     "--target-class plane is not a class name"),
+    (["--unlabelled", "none", "--labels-key", "gt"],
+     "--labels-key gt is not in {mask!r}; it holds PlaneGT (24, 24) uint8"),
+    (["--split", "blocks", "--data-option", "split=random"], "--split and --data-option"),
+    (["--target", "kind"], "--target does not apply to --dataset {cube!r}"),
+])
+def test_scene_file_mistakes_exit_2_with_one_line(tmp_path, capsys, no_work, extra, needle):
+    cube, mask = _scene_files(tmp_path)
+    argv = ["compare", "--no-progress", "--dataset", cube, "--labels", mask, *extra]
+    if "--dataset" in extra:
+        argv = ["compare", "--no-progress", *extra]
+    assert main(argv) == 2
+    _one_line_error(capsys, needle.format(cube=cube, mask=mask))
+
+
+def test_table_file_mistakes_exit_2_with_one_line(tmp_path, capsys, no_work):
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]}).to_csv(tmp_path / "t.csv",
+                                                                          index=False)
+    table = str(tmp_path / "t.csv")
+    assert main(["fit", "ensemble", "--dataset", table, "--out", str(tmp_path / "p.nc")]) == 2
+    _one_line_error(capsys, f"--dataset {table!r} is a table: name its label column with "
+                            "--target COLUMN")
+    assert main(["fit", "ensemble", "--dataset", table, "--target", "y", "--guard", "2",
+                 "--out", str(tmp_path / "p.nc")]) == 2
+    _one_line_error(capsys, "--guard does not apply to --dataset")
+    (tmp_path / "scene.tif").write_bytes(b"\x00" * 8)
+    assert main(["compare", "--dataset", str(tmp_path / "scene.tif"), "--labels", "m.png"]) == 2
+    _one_line_error(capsys, "is a file of a type uqzoo does not read")

@@ -4,7 +4,15 @@
     uqzoo compare --dataset hsi-sim --methods hmc,ensemble,laplace --out results/
     uqzoo fit ensemble --dataset breast-cancer --set num_members=10 --out post.nc
     uqzoo evaluate post.nc --dataset breast-cancer
+    uqzoo compare --dataset cube.mat --labels mask.mat --unlabelled none --split blocks
+    uqzoo fit laplace --dataset table.csv --target label --out post.nc
     uqzoo datasets | uqzoo methods
+
+``--dataset`` is a built-in data set's name, or a file: a hyperspectral cube
+(``.mat``, ``.npz``, ``.npy``, ENVI ``.hdr``; the scene options below go to
+``uz.datasets.from_hsi``) or a ``.csv`` table with ``--target COLUMN``
+(``uz.datasets.from_csv``). The same options give the same split in ``fit``,
+``evaluate`` and ``compare``.
 
 Bad arguments end with a one-line error and exit status 2, never a traceback.
 Every ``--out`` is checked before any data is loaded or any method fitted (its
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,9 +63,131 @@ def _parse_levels(text: str) -> tuple[float, ...]:
             f"--levels must be comma-separated numbers in (0, 1), got {text!r}") from None
 
 
+# --dataset values with these endings are files, not built-in data set names.
+HSI_FILES = (".mat", ".npz", ".npy", ".hdr")
+TABLE_FILES = (".csv",)
+
+# Options of a data set read from a file: flag -> (keyword, converter, file kinds).
+_FILE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "--target": ("target", "text", ("table",)),
+    "--labels": ("labels", "text", ("hsi",)),
+    "--cube-key": ("cube_key", "text", ("hsi",)),
+    "--labels-key": ("labels_key", "text", ("hsi",)),
+    "--unlabelled": ("unlabelled", "unlabelled", ("hsi",)),
+    "--target-class": ("target_class", "label", ("hsi",)),
+    "--class-names": ("class_names", "names", ("hsi", "table")),
+    "--split": ("split", "text", ("hsi",)),
+    "--split-fraction": ("split_fraction", "float", ("hsi",)),
+    "--test-size": ("test_size", "float", ("hsi", "table")),
+    "--block-size": ("block_size", "block", ("hsi",)),
+    "--guard": ("guard", "int", ("hsi",)),
+}
+
+
+def _flag_dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
+def _convert(flag: str, kind: str, text: str) -> Any:
+    """A file option's value from its text; a bad one is a one-line error."""
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "unlabelled":
+            return None if text.strip().lower() == "none" else int(text)
+        if kind == "block":
+            sides = [int(t) for t in text.split(",")]
+            if len(sides) not in (1, 2):
+                raise ValueError(text)
+            return sides[0] if len(sides) == 1 else tuple(sides)
+    except ValueError:
+        expected = {"int": "an integer", "float": "a number",
+                    "unlabelled": "an integer label or none",
+                    "block": "a block side in pixels, or HEIGHT,WIDTH"}[kind]
+        raise UqzooError(f"{flag} must be {expected}, got {text!r}") from None
+    if kind == "label":
+        value = _parse_value(text)        # 3 -> 3, true -> True, plane -> "plane"
+        return value if isinstance(value, (int, float, str)) else text
+    if kind == "names":
+        return [t.strip() for t in text.split(",")]
+    return text
+
+
+def _file_kind(dataset: str) -> str | None:
+    """"hsi" or "table" when --dataset names a file, None for a built-in name."""
+    suffix = Path(dataset).suffix.lower()
+    if suffix in HSI_FILES:
+        return "hsi"
+    if suffix in TABLE_FILES:
+        return "table"
+    return None
+
+
+_KEYWORD = re.compile(r"\b(" + "|".join(keyword for keyword, _, _ in _FILE_FLAGS.values())
+                      + r")=('?)([^\s',;)]*)\2")
+
+
+def _in_flags(message: str) -> str:
+    """A from_hsi message with its keywords as the flags a command-line user types."""
+    def flag(match: re.Match) -> str:
+        value = "none" if match.group(3) == "None" else match.group(3)
+        return f"--{match.group(1).replace('_', '-')} {value}"
+    return _KEYWORD.sub(flag, message)
+
+
 def _load_data(args):
     from uqzoo import datasets
-    return datasets.load(args.dataset, **_parse_options(args.data_option, "--data-option"))
+
+    options = _parse_options(args.data_option, "--data-option")
+    given = {flag: spec for flag, spec in _FILE_FLAGS.items()
+             if getattr(args, _flag_dest(flag), None) is not None}
+    kind = _file_kind(args.dataset)
+    if kind is None:
+        if given:
+            if Path(args.dataset).is_file():
+                raise UqzooError(
+                    f"--dataset {args.dataset!r} is a file of a type uqzoo does not read; use "
+                    f"{', '.join(HSI_FILES)} (a hyperspectral cube) or .csv (a table)")
+            raise UqzooError(
+                f"{', '.join(given)} applies only when --dataset is a file (a cube: "
+                f"{', '.join(HSI_FILES)}; a table: .csv); for the built-in data set "
+                f"{args.dataset!r} use --data-option KEY=VALUE")
+        return datasets.load(args.dataset, **options)
+    if not Path(args.dataset).is_file():
+        raise UqzooError(f"--dataset {args.dataset!r}: no such file")
+    for flag, (keyword, converter, kinds) in given.items():
+        if kind not in kinds:
+            what = "a hyperspectral cube" if kind == "hsi" else "a .csv table"
+            raise UqzooError(f"{flag} does not apply to --dataset {args.dataset!r}, {what}")
+        if keyword in options:
+            raise UqzooError(f"{flag} and --data-option {keyword}=... both set {keyword}; "
+                             "give one")
+        options[keyword] = _convert(flag, converter, getattr(args, _flag_dest(flag)))
+    if kind == "table":
+        target = options.pop("target", None)
+        if target is None:
+            raise UqzooError(f"--dataset {args.dataset!r} is a table: name its label column "
+                             "with --target COLUMN")
+        return datasets.from_csv(args.dataset, target, **options)
+    labels = options.pop("labels", None)
+    try:
+        data = datasets.from_hsi(args.dataset, labels, **options)
+    except UqzooError as exc:
+        raise type(exc)(_in_flags(str(exc))) from exc
+    used = data.meta["options"]
+    guard = (f", guard band {used['guard']} px ({len(data.meta['guard_coords'])} training "
+             "pixels dropped)" if used["split"] != "random" else "")
+    classes = ", ".join(name if str(label) == name else f"{label} ({name})"
+                        for label, name in zip(data.classes or (), data.class_names or (),
+                                               strict=True))
+    print(f"scene {data.meta['image_shape'][0]}×{data.meta['image_shape'][1]}: "
+          f"split {used['split']!r}{guard}; classes {classes}")
+    if used["split"] == "random":
+        print("note: a random pixel split tests pixels whose neighbours trained, so its "
+              "scores are optimistic; --split blocks measures new places")
+    return data
 
 
 def _spec(args, data):
@@ -119,8 +250,10 @@ def _save_plots(reports, data, out: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     from uqzoo import plots
-    fig = plots.coverage_plot(reports)
-    fig.savefig(out / "coverage.png", dpi=120)
+    if data.p_true_test is not None:
+        # Coverage needs the true probabilities: simulated data only.
+        fig = plots.coverage_plot(reports)
+        fig.savefig(out / "coverage.png", dpi=120)
     fig = plots.risk_coverage_plot(reports)
     fig.savefig(out / "risk_coverage.png", dpi=120)
     for name, report in reports.items():
@@ -181,9 +314,36 @@ def _cmd_methods(args) -> int:
 
 def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"dataset name (uqzoo datasets); default {DEFAULT_DATASET}")
+                   help=f"dataset name (uqzoo datasets; default {DEFAULT_DATASET}), or a file: "
+                        "a hyperspectral cube (.mat, .npz, .npy, ENVI .hdr) or a .csv table")
     p.add_argument("--data-option", action="append", metavar="KEY=VALUE",
-                   help="dataset option, e.g. n_train=2000 (repeatable)")
+                   help="dataset option, e.g. n_train=2000 or, for a file, seed=1 (repeatable)")
+    files = p.add_argument_group("data from a file (see uz.datasets.from_hsi / from_csv)")
+    files.add_argument("--target", metavar="COLUMN", help=".csv: the label column")
+    files.add_argument("--labels", metavar="FILE",
+                       help="cube: the label image (.mat, .npz, .npy, .hdr, .png) or a "
+                            "variable of the cube's file; default: found in the cube's file")
+    files.add_argument("--cube-key", metavar="NAME", help="cube: variable of the cube")
+    files.add_argument("--labels-key", metavar="NAME", help="cube: variable of the labels")
+    files.add_argument("--unlabelled", metavar="VALUE",
+                       help="cube: label of unlabelled pixels (default 0), or none when every "
+                            "value is a class (a 0/1 target mask)")
+    files.add_argument("--target-class", metavar="LABEL",
+                       help="cube: target against background; a label value or a class name")
+    files.add_argument("--class-names", metavar="A,B,...",
+                       help="names of the classes, comma-separated, in label order")
+    files.add_argument("--split", metavar="KIND",
+                       help="cube: left-right (default), top-bottom, blocks, or random "
+                            "(optimistic: neighbours of test pixels train)")
+    files.add_argument("--split-fraction", metavar="F",
+                       help="cube: where left-right / top-bottom cut, as a share (default 0.5)")
+    files.add_argument("--test-size", metavar="F",
+                       help="share of each class that tests (blocks, random, .csv; 0.25)")
+    files.add_argument("--block-size", metavar="N|H,W",
+                       help="cube: block side(s) in pixels for --split blocks (default: 5×5 grid)")
+    files.add_argument("--guard", metavar="PIXELS",
+                       help="cube: training pixels this close to a test pixel are dropped "
+                            "(default 2; spatial splits)")
 
 
 def _add_net_args(p: argparse.ArgumentParser) -> None:
