@@ -236,6 +236,35 @@ def test_linearized_logits_equal_torch_func_jvp_in_float64(depth, activation, n_
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
 
 
+def test_linearized_logits_are_thread_safe():
+    """The predictive engine calls it from worker threads at once.
+
+    torch's forward-mode AD keeps its levels process-wide, so concurrent
+    ``torch.func.jvp`` calls fail or mix tangents; every thread must get
+    its own exact answer.
+    """
+    import concurrent.futures
+
+    spec, draws, X = make_case(2, "tanh", 3, seed=31, num_draws=3)
+    anchor = {k: v.mean(axis=0) for k, v in draws.items()}
+    # Four different inputs, so a mixed-up tangent or primal shows.
+    inputs = [X + shift for shift in range(4)]
+    refs = [_jvp_reference(spec, anchor, draws, x) for x in inputs]
+    anchor64 = {k: torch.as_tensor(v, dtype=torch.float64) for k, v in anchor.items()}
+    draws64 = {k: torch.as_tensor(v, dtype=torch.float64) for k, v in draws.items()}
+
+    def run(i):
+        return tnet.linearized_logits(spec, anchor64, draws64,
+                                      torch.as_tensor(inputs[i % 4], dtype=torch.float64)).numpy()
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(run, range(32)))
+    for i, got in enumerate(results):
+        ref = refs[i % 4]
+        # As in the float64 comparison above: rounding of O(10)-term sums.
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
+
+
 def test_linearized_logits_of_a_linear_model_are_the_model():
     """With no hidden layer the network is linear in θ, so linearising is exact."""
     spec, draws, X = make_case(0, "tanh", 3, seed=2)

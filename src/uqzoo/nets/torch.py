@@ -116,47 +116,54 @@ def predict_proba(spec: MLPSpec, params: Mapping[str, torch.Tensor],
     return logits_to_proba(spec, forward_logits(spec, params, X))
 
 
-def _activation_derivative(name: str, a: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-    """d act(a) / da, given a and h = act(a)."""
-    if name == "tanh":
-        return 1 - h * h
-    if name == "sigmoid":
-        return h * (1 - h)
-    return (a > 0).to(a.dtype)
-
-
 def linearized_logits(spec: MLPSpec, anchor: Mapping[str, torch.Tensor],
                       draws: Mapping[str, torch.Tensor], X: torch.Tensor) -> torch.Tensor:
     """Logits of the network linearised at ``anchor`` (the Laplace "glm" predictive).
 
-    f_lin(x, θ) = f(x, θ*) + J_θ f(x, θ*) (θ − θ*) for every draw θ_s. The
-    Jacobian-vector products are propagated by hand in forward mode through
-    the layers (tangent of ``h W^T + b`` is ``dh W^T + h dW^T + db``), which is
-    exact, needs no Jacobian, and batches over all draws at once.
+    f_lin(x, θ_s) = f(x, θ*) + J_θ f(x, θ*) (θ_s − θ*) for every draw θ_s,
+    with the Jacobian-vector products taken by autodiff of
+    :func:`forward_logits`, batched over the draws with ``torch.func.vmap``.
+
+    Parameters
+    ----------
+    spec : MLPSpec
+    anchor : dict of tensors
+        θ*, one parameter set.
+    draws : dict of tensors
+        θ_s, with a leading axis S.
+    X : tensor of shape (N, D)
 
     Returns
     -------
     tensor of shape (S, N, n_outputs)
+
+    Notes
+    -----
+    The products come from reverse mode twice (the "double-vjp" trick: the
+    vjp u ↦ Jᵀu is linear in u, so its own vjp at any u maps v to J v),
+    not from ``torch.func.jvp``: torch's forward-mode levels are
+    process-wide, so two threads of the predictive engine calling ``jvp`` at
+    once fail ("Trying to access a forward AD level with an invalid index"),
+    while reverse mode is thread-safe. In the same process the two cost the
+    same within noise (benchmarks/README.md, Laplace section).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from uqzoo.spec import MLPSpec
+    >>> spec = MLPSpec(3, 2, hidden=(4,))
+    >>> anchor = to_tensors(spec.init_params(0))
+    >>> draws = to_tensors(spec.init_params(1, num=5))
+    >>> linearized_logits(spec, anchor, draws, torch.zeros(7, 3)).shape
+    torch.Size([5, 7, 1])
     """
-    act = _ACTIVATIONS[spec.activation]
-    h = X                          # (N, in) primal at the anchor
-    dh = None                      # (S, N, in) tangent; zero for the inputs
-    last = spec.n_layers - 1
-    for i in range(spec.n_layers):
-        w = anchor[f"layers.{i}.weight"]
-        b = anchor[f"layers.{i}.bias"]
-        dw = draws[f"layers.{i}.weight"] - w          # (S, out, in)
-        db = draws[f"layers.{i}.bias"] - b            # (S, out)
-        a = h @ w.T + b
-        da = torch.matmul(h, dw.transpose(-1, -2)) + db.unsqueeze(-2)
-        if dh is not None:
-            da = da + dh @ w.T
-        if i < last:
-            h = act(a)
-            dh = _activation_derivative(spec.activation, a, h) * da
-        else:
-            return a.unsqueeze(0) + da
-    raise AssertionError("unreachable")
+    primals = {key: anchor[key] for key in spec.param_shapes()}
+    tangents = {key: draws[key] - value for key, value in primals.items()}
+    # torch.func transforms differentiate under an outer no_grad too (the engine's).
+    forward = torch.func.vjp(lambda p: forward_logits(spec, p, X), primals)
+    logits, pull_back = forward[0], forward[1]
+    jvp = torch.func.vjp(lambda u: pull_back(u)[0], torch.zeros_like(logits))[1]
+    return logits + torch.func.vmap(lambda t: jvp(t)[0])(tangents)
 
 
 class MLP(nn.Module):
