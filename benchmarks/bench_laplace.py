@@ -24,21 +24,30 @@ site-packages; its modules are then appended to ``sys.path`` after ours.
 laplace-torch's classification likelihood is a softmax, so it gets the same
 network with a two-logit last layer [0, z] (identical probabilities).
 
+Without laplace-torch, ``--baseline-laplace OLD/laplace.py`` (and
+``--baseline-nets-torch OLD/nets/torch.py`` for the linearised forward the
+GLM predictive uses) times an earlier uqzoo's Laplace in the same process,
+on the same trained network, in alternating rounds (``--rounds``), so a
+change is measured against the code it replaces under the same load.
+
 Peak resident memory is measured per phase (Linux ``clear_refs``/``VmHWM``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 import uqzoo as uz
 from uqzoo.methods import _trainer, laplace
+from uqzoo.nets import torch as tnet
 from uqzoo.posterior import Posterior
 
 
@@ -66,6 +75,90 @@ def timed(label, fn, results):
     return out
 
 
+def load_module(name: str, path: str):
+    """Import a Python file under ``name`` (an earlier version of a uqzoo module)."""
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module      # dataclasses look their module up while it executes
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def compare_with_baseline(args, spec, map_params, X_train, y_train, X_test) -> None:
+    """Current vs baseline uqzoo Laplace, same process, alternating rounds.
+
+    Phases: GGN + scalar marglik tuning (``laplace_at``), the GLM predictive
+    (streamed ``summarize`` over the test points with the 1000 draws of the
+    current Gaussian, so both arms summarise the same draws) and the probit
+    mean. The baseline's linearised forward is swapped into the predictive
+    engine for its arm (the engine reads ``nets.torch.linearized_logits`` at
+    call time). Reports every round, the median and the ratio of medians.
+    """
+    old_laplace = load_module("baseline_laplace", args.baseline_laplace)
+    old_nets = (load_module("baseline_nets_torch", args.baseline_nets_torch)
+                if args.baseline_nets_torch else tnet)
+    current_linearized = tnet.linearized_logits
+    gaussian = laplace.laplace_at(spec, map_params, X_train, y_train)
+    center = spec.flatten({k: v.astype(np.float64) for k, v in map_params.items()})
+    draws = spec.unflatten(laplace._sample(gaussian, center, args.draws,
+                                           np.random.default_rng(1)).astype(np.float32))
+    glm = Posterior(spec=spec, method="laplace", config={}, seed=0, draws=draws,
+                    predictive="glm", anchor=map_params,
+                    diagnostics={"posterior_precision": gaussian.precision,
+                                 "subset_index": gaussian.subset_index})
+    arms: dict[str, tuple] = {"current": (laplace, current_linearized),
+                              "baseline": (old_laplace, old_nets.linearized_logits)}
+    phases: dict[str, Callable] = {
+        "GGN + scalar marglik tuning": lambda lap: lap.laplace_at(
+            spec, map_params, X_train, y_train, subset="all", hessian="full",
+            prior_tuning="scalar"),
+        f"glm predictive, {args.draws} draws x {args.n_test} points":
+            lambda lap: glm.summarize(X_test, levels=(0.8, 0.95)),
+        f"probit mean, {args.n_test} points": lambda lap: lap.probit_mean(glm, X_test),
+    }
+    seconds: dict[tuple[str, str], list[float]] = {}
+    outputs: dict[tuple[str, str], object] = {}
+    try:
+        for r in range(args.rounds):
+            # Alternate which arm goes first, so neither always runs warmer.
+            order = list(arms) if r % 2 == 0 else list(arms)[::-1]
+            for arm in order:
+                module, linearized = arms[arm]
+                tnet.linearized_logits = linearized
+                for phase, fn in phases.items():
+                    t = time.perf_counter()
+                    outputs[arm, phase] = fn(module)
+                    seconds.setdefault((arm, phase), []).append(time.perf_counter() - t)
+    finally:
+        tnet.linearized_logits = current_linearized
+    print(f"\n{'phase':48s} {'arm':9s} {'median s':>9s}  rounds")
+    totals = {arm: 0.0 for arm in arms}
+    for phase in phases:
+        for arm in arms:
+            times = seconds[arm, phase]
+            totals[arm] += float(np.median(times))
+            print(f"{phase:48s} {arm:9s} {np.median(times):9.3f}  "
+                  + " ".join(f"{t:.3f}" for t in times))
+        ratio = np.median(seconds["baseline", phase]) / np.median(seconds["current", phase])
+        print(f"{'':48s} baseline / current = {ratio:.2f}")
+    print(f"{'sum of medians':48s} current {totals['current']:.3f} s, baseline "
+          f"{totals['baseline']:.3f} s, baseline / current = "
+          f"{totals['baseline'] / totals['current']:.2f}")
+    ggn = "GGN + scalar marglik tuning"
+    new, old = outputs["current", ggn], outputs["baseline", ggn]
+    ggn_change = np.abs(new.ggn - old.ggn).max() / np.abs(old.ggn).max()
+    print(f"max |GGN current - baseline| / max |GGN| = {ggn_change:.1e}; "
+          f"prior precision {new.prior_precision[0]:.6f} vs {old.prior_precision[0]:.6f}; "
+          f"log marglik {new.log_marginal_likelihood:.6f} vs {old.log_marginal_likelihood:.6f}")
+    glm_phase = next(p for p in phases if p.startswith("glm"))
+    probit_phase = next(p for p in phases if p.startswith("probit"))
+    glm_change = np.abs(outputs["current", glm_phase].mean
+                        - outputs["baseline", glm_phase].mean).max()
+    probit_change = np.abs(outputs["current", probit_phase]
+                           - outputs["baseline", probit_phase]).max()
+    print(f"max |mean p current - baseline|: glm {glm_change:.1e}, probit {probit_change:.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--laplace-torch-site", help="site-packages holding laplace-torch")
@@ -74,6 +167,12 @@ def main() -> None:
     parser.add_argument("--lt-chunk", type=int, default=1000,
                         help="points per laplace-torch predictive call (one call on 10k "
                              "points exhausts memory)")
+    parser.add_argument("--baseline-laplace",
+                        help="an earlier uqzoo methods/laplace.py to time in this process")
+    parser.add_argument("--baseline-nets-torch",
+                        help="the nets/torch.py of the same earlier uqzoo (linearised forward)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating rounds of current and baseline")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -176,6 +275,8 @@ def main() -> None:
           f"{args.n_test} points): {ours_total:.2f} s")
     if theirs_total is not None:
         print(f"laplace-torch total (fit + tuning + glm mc predictive): {theirs_total:.2f} s")
+    if args.baseline_laplace:
+        compare_with_baseline(args, spec, map_params, X_train, y_train, X_test)
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -2,10 +2,11 @@
 
 1. Train one network to the MAP with the shared trainer.
 2. Curvature, in float64 with torch: the GGN G = Σ_n J_nᵀ Λ_n J_n, where
-   J_n = ∂f(x_n)/∂θ is the Jacobian of the logits (written by hand: one
-   batched backward pass per output, exact) and Λ_n the Hessian of the
-   negative log-likelihood in the logits (p(1 − p) for a sigmoid,
-   diag(p) − ppᵀ for a softmax). ``subset="all"`` takes every weight and bias
+   J_n = ∂f(x_n)/∂θ is the Jacobian of the logits of the shared forward
+   (:func:`uqzoo.nets.torch.forward_logits`) and Λ_n the Hessian of the
+   negative log-likelihood (:func:`uqzoo.nets.torch.log_likelihood_terms`)
+   in the logits -- p(1 − p) for a sigmoid, diag(p) − ppᵀ for a softmax --
+   both by ``torch.func`` autodiff, exact. ``subset="all"`` takes every weight and bias
    (``hessian="full"``: the exact P × P matrix, cheap for these small
    networks; ``"diag"``: its diagonal); ``subset="last_layer"`` only the last
    layer's, with the rest fixed at the MAP.
@@ -39,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -47,13 +49,26 @@ import torch
 from uqzoo._validation import as_float_matrix, check_choice
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import (MAX_MATRIX_ELEMENTS, check_draw_memory, check_draws,
-                                   check_training_sizes, config_dict)
+from uqzoo.methods._config import (
+    MAX_MATRIX_ELEMENTS,
+    check_draw_memory,
+    check_draws,
+    check_training_sizes,
+    config_dict,
+)
+from uqzoo.nets import torch as tnet
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
-__all__ = ["Config", "fit", "probit_mean", "SUBSETS", "HESSIANS", "PRIOR_TUNINGS",
-           "PREDICTIVES"]
+__all__ = [
+    "HESSIANS",
+    "PREDICTIVES",
+    "PRIOR_TUNINGS",
+    "SUBSETS",
+    "Config",
+    "fit",
+    "probit_mean",
+]
 
 SUBSETS = ("all", "last_layer")
 HESSIANS = ("full", "diag")
@@ -122,13 +137,10 @@ def _subset_index(spec: MLPSpec, subset: str) -> np.ndarray:
     return np.flatnonzero(layer == spec.n_layers - 1)
 
 
-# -- Jacobians and curvature (torch, float64) ------------------------------------------------
+# -- Jacobians and curvature (torch, float64, autodiff of the shared forward) ---------------
 
-_ACT = {
-    "tanh": (torch.tanh, lambda a, h: 1 - h * h),
-    "sigmoid": (torch.sigmoid, lambda a, h: h * (1 - h)),
-    "relu": (torch.relu, lambda a, h: (a > 0).to(a.dtype)),
-}
+# Per-row log-likelihood: (N, n_outputs) logits and (N,) targets to (N,).
+LogLikelihoodTerms = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def _tensors(spec: MLPSpec, flat: np.ndarray) -> dict[str, torch.Tensor]:
@@ -136,38 +148,62 @@ def _tensors(spec: MLPSpec, flat: np.ndarray) -> dict[str, torch.Tensor]:
             for k, v in spec.unflatten(np.asarray(flat, dtype=np.float64)).items()}
 
 
+def _targets(y: np.ndarray) -> torch.Tensor:
+    """Labels as int64 (what ``gather`` indexes with), real targets as float64."""
+    y = np.array(y)
+    return torch.as_tensor(y.astype(np.int64 if y.dtype.kind in "biu" else np.float64))
+
+
 def logits_and_jacobian(spec: MLPSpec, params: dict[str, torch.Tensor], X: torch.Tensor,
                         last_layer_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits (N, O) and their Jacobian in the parameters (N, O, P) -- written by hand.
+    """Logits and their Jacobian in the parameters, by autodiff of the shared forward.
 
-    ∂z_k/∂W_l[j, m] = δ_l[k, j] · h_{l−1}[m] and ∂z_k/∂b_l[j] = δ_l[k, j], with
-    δ_L = I and δ_{l−1} = (δ_l W_l) ⊙ act'(a_{l−1}): one batched backward pass
-    for all O outputs at once. Columns follow the flattened layout
-    (``MLPSpec.flatten``); with ``last_layer_only`` only the last layer's.
+    ``torch.func.jacrev`` of :func:`uqzoo.nets.torch.forward_logits` for one
+    row, vmapped over the rows. With ``last_layer_only`` only the last
+    layer's weight and bias are differentiated (the rest are constants).
+
+    Parameters
+    ----------
+    spec : MLPSpec
+    params : dict of tensors
+        One parameter set.
+    X : tensor of shape (N, D)
+    last_layer_only : bool
+
+    Returns
+    -------
+    logits : tensor of shape (N, n_outputs)
+    jacobian : tensor of shape (N, n_outputs, P_sub)
+        Columns in the flattened layout (``MLPSpec.flatten``), restricted to
+        the last layer with ``last_layer_only``.
     """
-    act, act_grad = _ACT[spec.activation]
-    L = spec.n_layers
-    inputs, derivs = [X], []
-    h = X
-    for i in range(L):
-        a = h @ params[f"layers.{i}.weight"].T + params[f"layers.{i}.bias"]
-        if i < L - 1:
-            h = act(a)
-            derivs.append(act_grad(a, h))
-            inputs.append(h)
-    logits = a
-    n, n_out = X.shape[0], spec.n_outputs
-    delta = torch.eye(n_out, dtype=X.dtype).expand(n, n_out, n_out)       # (N, O, width)
-    blocks = []
-    first = L - 1 if last_layer_only else 0
-    for i in reversed(range(first, L)):
-        x_in = inputs[i]
-        w_block = delta[:, :, :, None] * x_in[:, None, None, :]          # (N, O, out, in)
-        blocks.append(delta)                                             # bias block
-        blocks.append(w_block.reshape(n, n_out, -1))
-        if i > first:
-            delta = (delta @ params[f"layers.{i}.weight"]) * derivs[i - 1][:, None, :]
-    return logits, torch.cat(blocks[::-1], dim=-1)
+    keys = list(spec.param_shapes())
+    if last_layer_only:
+        keys = keys[-2:]
+    varied = {k: params[k] for k in keys}
+    fixed = {k: v for k, v in params.items() if k not in varied}
+
+    def row_logits(sub: dict[str, torch.Tensor], x: torch.Tensor):
+        z = tnet.forward_logits(spec, {**fixed, **sub}, x[None])[0]
+        return z, z
+
+    jac, logits = torch.func.vmap(torch.func.jacrev(row_logits, has_aux=True),
+                                  in_dims=(None, 0))(varied, X)
+    n = X.shape[0]
+    return logits, torch.cat([jac[k].reshape(n, spec.n_outputs, -1) for k in keys], dim=-1)
+
+
+def logit_hessians(log_likelihood_terms: LogLikelihoodTerms, logits: torch.Tensor,
+                   y: torch.Tensor) -> torch.Tensor:
+    """Λ_n = −∂² log p(y_n | f_n) / ∂f_n², by autodiff, shape (N, O, O).
+
+    Reverse over reverse (``jacrev`` twice), not ``torch.func.hessian``:
+    forward mode is not thread-safe in torch and costs nothing here (O ≤ K).
+    """
+    def negative(z: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return -log_likelihood_terms(z[None], target[None])[0]
+
+    return torch.func.vmap(torch.func.jacrev(torch.func.jacrev(negative)))(logits, y)
 
 
 class _Curvature(NamedTuple):
@@ -176,9 +212,9 @@ class _Curvature(NamedTuple):
 
 
 def _curvature(spec: MLPSpec, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray,
-               subset_index: np.ndarray, hessian: str, likelihood: str,
-               noise_scale: float) -> _Curvature:
-    """GGN (full or diagonal) over the subset, and log p(D | θ*), in float64."""
+               subset_index: np.ndarray, hessian: str,
+               log_likelihood_terms: LogLikelihoodTerms) -> _Curvature:
+    """GGN Σ_n J_nᵀ Λ_n J_n (full or diagonal) over the subset, and log p(D | θ*), in float64."""
     params = _tensors(spec, flat_map)
     last_layer_only = subset_index.size < flat_map.size
     n_sub = subset_index.size
@@ -187,34 +223,19 @@ def _curvature(spec: MLPSpec, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray
     chunk = max(1, _JACOBIAN_ELEMENTS // (spec.n_outputs * flat_map.size))
     for start in range(0, X.shape[0], chunk):
         xc = torch.as_tensor(np.array(X[start:start + chunk]), dtype=torch.float64)
-        yc = torch.as_tensor(np.array(y[start:start + chunk]))
+        yc = _targets(y[start:start + chunk])
         z, J = logits_and_jacobian(spec, params, xc, last_layer_only)
-        if likelihood == "gaussian":
-            # An internal test model: one output, y ~ N(f(x), noise_scale²).
-            r = yc.to(torch.float64) - z[:, 0]
-            log_lik += float(-0.5 * (r * r).sum() / noise_scale ** 2
-                             - r.numel() * (math.log(noise_scale) + 0.5 * math.log(2 * math.pi)))
-            A, B = J[:, 0] / noise_scale, None
-        elif spec.n_classes == 2:
-            zc = z[:, 0]
-            log_lik += float(-torch.nn.functional.softplus(torch.where(yc == 1, -zc, zc)).sum())
-            p = torch.sigmoid(zc)
-            A, B = J[:, 0] * torch.sqrt(p * (1 - p))[:, None], None
-        else:
-            logp = torch.log_softmax(z, dim=-1)
-            log_lik += float(logp.gather(1, yc[:, None]).sum())
-            p = logp.exp()
-            # Λ = diag(p) − ppᵀ, so JᵀΛJ = Σ_k p_k J_kᵀJ_k − uᵀu with u = Σ_k p_k J_k.
-            A = (J * torch.sqrt(p)[:, :, None]).reshape(-1, n_sub)
-            B = torch.einsum("nk,nkp->np", p, J)
+        log_lik += float(log_likelihood_terms(z, yc).sum())
+        weighted = logit_hessians(log_likelihood_terms, z, yc) @ J      # Λ_n J_n, (n, O, P_sub)
         if hessian == "full":
-            ggn += A.T @ A
-            if B is not None:
-                ggn -= B.T @ B
+            # One (P_sub, n·O) × (n·O, P_sub) product per chunk.
+            ggn += J.reshape(-1, n_sub).T @ weighted.reshape(-1, n_sub)
         else:
-            ggn += (A * A).sum(0)
-            if B is not None:
-                ggn -= (B * B).sum(0)
+            ggn += (J * weighted).sum(dim=(0, 1))
+    if hessian == "full":
+        # Symmetric up to the rounding of the two product orders; Cholesky and
+        # eigh read one triangle, so make both the same.
+        ggn = 0.5 * (ggn + ggn.T)
     return _Curvature(ggn.numpy(), log_lik)
 
 
@@ -232,7 +253,7 @@ class _Evidence:
         self.groups = groups
         self.num_groups = int(groups.max()) + 1
         self.hessian = hessian
-        self._eig = None
+        self._eig: tuple[np.ndarray, np.ndarray] | None = None
 
     def expand(self, delta_groups: np.ndarray) -> np.ndarray:
         return np.asarray(delta_groups, dtype=np.float64)[self.groups]
@@ -319,7 +340,7 @@ class LaplaceResult(NamedTuple):
 
 def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, *,
                subset: str = "all", hessian: str = "full", prior_tuning: str = "scalar",
-               likelihood: str = "classification", noise_scale: float = 1.0) -> LaplaceResult:
+               log_likelihood_terms: LogLikelihoodTerms | None = None) -> LaplaceResult:
     """The Laplace Gaussian around given parameters θ*, in float64.
 
     Parameters
@@ -329,13 +350,15 @@ def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: n
         θ*, one parameter set (the MAP).
     X : array of shape (N, D)
     y : array of shape (N,)
-        Labels; real targets for ``likelihood="gaussian"``.
+        Labels in 0..K-1 (integers), or the targets ``log_likelihood_terms`` expects.
     subset, hessian, prior_tuning
         As in :class:`Config`.
-    likelihood : {"classification", "gaussian"}
-        The spec's Bernoulli/categorical likelihood, or -- for tests of the
-        exact linear-Gaussian case -- y ~ N(f(x), noise_scale²) on the one output.
-    noise_scale : float
+    log_likelihood_terms : callable, optional
+        ``(logits (N, n_outputs), y (N,)) -> (N,)`` per-row log p(y | f).
+        By default the spec's Bernoulli/categorical likelihood,
+        :func:`uqzoo.nets.torch.log_likelihood_terms`; tests pass a Gaussian
+        one for the exact linear-Gaussian case. Its curvature in the logits
+        must be positive semi-definite for the GGN to be.
 
     Returns
     -------
@@ -345,7 +368,10 @@ def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: n
     index = _subset_index(spec, subset)
     groups = _layer_of_each_param(spec)[index]
     groups = np.unique(groups, return_inverse=True)[1]
-    curvature = _curvature(spec, flat, X, y, index, hessian, likelihood, noise_scale)
+    if log_likelihood_terms is None:
+        def log_likelihood_terms(logits, labels):
+            return tnet.log_likelihood_terms(spec, logits, labels)
+    curvature = _curvature(spec, flat, X, y, index, hessian, log_likelihood_terms)
     evidence = _Evidence(curvature, flat[index], groups, hessian)
     start = np.full(evidence.num_groups, 1.0 / spec.prior_scale ** 2)
     delta_groups = _tune(evidence, start, prior_tuning)
@@ -490,6 +516,9 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
     if not isinstance(posterior, Posterior) or posterior.method != "laplace":
         raise InvalidTypeError(f"posterior must be a Posterior of method 'laplace', "
                                f"got {posterior!r}")
+    if posterior.anchor is None:
+        raise InvalidInputError("posterior has no anchor: probit_mean needs the MAP it was "
+                                "built around")
     spec = posterior.spec
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     precision = np.asarray(posterior.diagnostics["posterior_precision"], dtype=np.float64)
@@ -503,8 +532,8 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
     chunk = max(1, _JACOBIAN_ELEMENTS // (spec.n_outputs * flat.size))
     for start in range(0, X.shape[0], chunk):
         xc = torch.as_tensor(np.array(X[start:start + chunk]), dtype=torch.float64)
-        z, J = logits_and_jacobian(spec, params, xc, index.size < flat.size)
-        J = J.numpy()                                                    # (n, O, P_sub)
+        z, jacobian = logits_and_jacobian(spec, params, xc, index.size < flat.size)
+        J = jacobian.numpy()                                             # (n, O, P_sub)
         if chol is None:
             var = np.einsum("nop,p->no", J * J, 1.0 / precision)
         else:
@@ -512,11 +541,6 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
             # v = J P⁻¹ Jᵀ = ‖L⁻¹ Jᵀ‖² per output, P = L Lᵀ.
             half = solve_triangular(chol, J.reshape(n * n_out, -1).T, lower=True)
             var = np.sum(half * half, axis=0).reshape(n, n_out)
-        scaled = z.numpy() / np.sqrt(1.0 + math.pi * var / 8.0)
-        if spec.n_classes == 2:
-            p1 = 1.0 / (1.0 + np.exp(-scaled[:, 0]))
-            out[start:start + chunk] = np.stack([1.0 - p1, p1], axis=1)
-        else:
-            e = np.exp(scaled - scaled.max(axis=1, keepdims=True))
-            out[start:start + chunk] = e / e.sum(axis=1, keepdims=True)
+        scaled = z / torch.as_tensor(np.sqrt(1.0 + math.pi * var / 8.0))
+        out[start:start + chunk] = tnet.logits_to_proba(spec, scaled).numpy()
     return out
