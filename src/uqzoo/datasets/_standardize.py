@@ -71,7 +71,7 @@ def stratified_split(y: np.ndarray, test_size: float, seed: int,
     test_parts = []
     for k in np.unique(y):
         members = np.flatnonzero(y == k)
-        n_test = int(round(test_size * members.size))
+        n_test = round(test_size * members.size)
         if members.size >= 2:
             n_test = min(max(n_test, 1), members.size - 1)
         else:
