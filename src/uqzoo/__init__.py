@@ -55,7 +55,8 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'uqzoo' has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    value = module if module_name == f"uqzoo.{name}" else getattr(module, name)
+    is_module = module_name == f"uqzoo.{name}" and name not in _FUNCTIONS_NAMED_LIKE_THEIR_MODULE
+    value = module if is_module else getattr(module, name)
     globals()[name] = value          # later look-ups skip this function
     return value
 
