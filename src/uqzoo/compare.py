@@ -2,7 +2,9 @@
 
 This is what ``uqzoo compare`` (the README's main job) and the notebooks run.
 It only composes: ``uz.fit`` for each method, ``uz.evaluate`` on the test
-split, and a tidy table of the headline numbers.
+split, and a tidy table of the headline numbers. On binary target-detection
+scenes the classical detectors of :mod:`uqzoo.detectors` are added as
+reference rows, so every table answers "is a network worth it here?".
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import pandas as pd
 from uqzoo import methods as method_registry
 from uqzoo._validation import _show, check_float, check_levels, check_seed
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
+from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
 from uqzoo.spec import MLPSpec
 
-__all__ = ["QUICK_CONFIGS", "Comparison", "compare"]
+__all__ = ["QUICK_CONFIGS", "Comparison", "DetectorResult", "compare"]
 
 # Settings that make every method finish in seconds to a minute on two CPU
 # cores for the embedded default data (sim-teacher, 2×10 net, n_train 1000).
@@ -37,36 +40,106 @@ QUICK_CONFIGS: dict[str, dict[str, Any]] = {
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class DetectorResult:
+    """A classical detector's row of a comparison.
+
+    Attributes
+    ----------
+    detector : uqzoo.detectors.Detector
+        Fitted on the training split.
+    scores : float64 ndarray of shape (N_test,)
+    detection_roc : DetectionROC
+    pd_at_far : PdAtFar
+    fit_seconds : float
+        Fitting and scoring time.
+    """
+
+    detector: Any
+    scores: Any
+    detection_roc: DetectionROC
+    pd_at_far: PdAtFar
+    fit_seconds: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Comparison:
     """Result of :func:`compare`.
 
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per method: fit time and the headline numbers of its
-        :class:`~uqzoo.evaluate.EvalReport` (coverage and width per level
-        where the truth is known, HCS size, ECE, Brier, NLL, AURC, accuracy).
+        One row per method: fit time, ``failed`` and ``flags`` (the kinds of
+        the report's :class:`~uqzoo.evaluate.FitFailure`, e.g.
+        ``"one_class, hcs_confident_misses"``) and the headline numbers of
+        its :class:`~uqzoo.evaluate.EvalReport` (coverage and width per level
+        where the truth is known, HCS size, accuracy, balanced accuracy,
+        ECE, Brier, NLL, AURC; on binary data detection AUROC and Pd at each
+        false-alarm rate with its Clopper–Pearson bounds). With classical
+        detectors, a ``kind`` column says ``"posterior"`` or ``"detector"``;
+        a detector row has only fit time and the detection columns (no
+        intervals, no HCS, no failure check).
     reports : dict of str to EvalReport
     posteriors : dict of str to Posterior
+    detectors : dict of str to DetectorResult
+        Empty unless the classical detectors were run.
     """
 
     table: pd.DataFrame
     reports: Mapping[str, Any]
     posteriors: Mapping[str, Any]
+    detectors: Mapping[str, DetectorResult] = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:
         return format_table(self.table)
 
 
-def _headline_columns(levels: Sequence[float], has_truth: bool) -> list[str]:
-    cols = ["fit_seconds", "converged"]
+def _headline_columns(levels: Sequence[float], has_truth: bool,
+                      fars: Sequence[float] = ()) -> list[str]:
+    cols = ["kind", "fit_seconds", "converged", "failed", "flags"]
     for level in levels:
         key = f"{level:g}"
         if has_truth:
             cols += [f"coverage@{key}"]
         cols += [f"interval_width@{key}", f"hcs_proportion@{key}"]
-    cols += ["accuracy", "ece", "brier", "nll", "aurc"]
+    cols += ["accuracy", "balanced_accuracy", "ece", "brier", "nll", "aurc", "detection_auroc"]
+    for far in fars:
+        key = f"{far:g}"
+        cols += [f"pd_at_far@{key}", f"pd_at_far_lower@{key}", f"pd_at_far_upper@{key}"]
     return cols
+
+
+def _is_detection_scene(data: Any) -> bool:
+    """Binary data with pixel coordinates: an HSI target-detection scene."""
+    return data.n_classes == 2 and data.coords_test is not None
+
+
+def _detector_rows(data: Any, fars: tuple[float, ...]
+                   ) -> tuple[list[dict[str, Any]], dict[str, DetectorResult]]:
+    from uqzoo import detectors
+    from uqzoo.metrics.detection import detection_roc, pd_at_far
+
+    rows, results = [], {}
+    is_target = data.y_test == 1
+    scorable = 0 < int(is_target.sum()) < is_target.shape[0]
+    for name in detectors.names():
+        start = time.perf_counter()
+        det = detectors.fit_detector(name, data.X_train, data.y_train, target_class=1)
+        scores = det.score(data.X_test)
+        seconds = time.perf_counter() - start
+        row: dict[str, Any] = {"method": name, "kind": "detector", "fit_seconds": seconds}
+        if scorable:
+            roc = detection_roc(scores, is_target)
+            pdf = pd_at_far(scores, is_target, far=fars)
+            results[name] = DetectorResult(detector=det, scores=scores, detection_roc=roc,
+                                           pd_at_far=pdf, fit_seconds=seconds)
+            row["detection_auroc"] = roc.auroc
+            for i, far in enumerate(pdf.far):
+                key = f"{far:g}"
+                row[f"pd_at_far@{key}"] = float(pdf.pd[i])
+                row[f"pd_at_far_lower@{key}"] = float(pdf.lower[i])
+                row[f"pd_at_far_upper@{key}"] = float(pdf.upper[i])
+        rows.append(row)
+    return rows, results
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -79,7 +152,8 @@ def format_table(table: pd.DataFrame) -> str:
 def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None = None,
             seed: int = 0, levels: Sequence[float] = (0.8, 0.95), delta: float = 0.2,
             configs: Mapping[str, Mapping[str, Any]] | None = None,
-            progress_bar: bool = True) -> Comparison:
+            progress_bar: bool = True, detectors: bool | None = None,
+            far: Sequence[float] = DEFAULT_FARS) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -100,10 +174,29 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     configs : dict of method name to dict, optional
         Hyper-parameters per method; methods not named use their defaults.
     progress_bar : bool
+    detectors : bool, optional
+        Add the classical detectors (``uz.detectors``: ACE, CEM, matched
+        filter, RX; class 1 the target) as reference rows. By default they
+        are added on HSI target-detection scenes: binary data with pixel
+        coordinates (``hsi-sim``, ``muufl-target``, ``from_hsi`` scenes), not
+        on tabular data, whose features are not spectra. ``True`` needs
+        binary data.
+    far : sequence of float in (0, 1)
+        False-alarm rates of the Pd columns (binary data).
 
     Returns
     -------
     Comparison
+        A method whose fit failed (see :class:`~uqzoo.evaluate.FitFailure`)
+        has ``failed`` True in the table: its accuracy and ECE can look
+        excellent exactly then.
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("muufl-target", seed=0)
+    >>> result = uz.compare(data, ["laplace"], progress_bar=False)      # doctest: +SKIP
+    >>> result.table.loc[["laplace", "ace"], ["failed", "detection_auroc"]]  # doctest: +SKIP
     """
     from uqzoo.datasets import ClassificationData
     from uqzoo.evaluate import evaluate
@@ -131,6 +224,15 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     seed = check_seed(seed)
     levels = check_levels(levels)
     delta = check_float(delta, "delta", low=0.0, high=0.5, low_open=True, high_open=True)
+    fars = tuple(float(f) for f in _check_fars(far))
+    if detectors is None:
+        detectors = _is_detection_scene(data)
+    elif not isinstance(detectors, bool):
+        raise InvalidTypeError(f"detectors must be True, False or None, got {_show(detectors)}")
+    elif detectors and data.n_classes != 2:
+        raise InvalidInputError(
+            f"detectors=True needs binary target-detection data (class 1 the target); "
+            f"data has {data.n_classes} classes")
     configs = dict(configs or {})
     unknown = sorted(set(configs) - set(names))
     if unknown:
@@ -147,10 +249,19 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             post = method_registry.fit(name, spec, data, seed=seed,
                                        progress_bar=progress_bar, **configs.get(name, {}))
         fit_seconds = time.perf_counter() - start
-        report = evaluate(post, data, levels=levels, delta=delta)
+        report = evaluate(post, data, levels=levels, delta=delta, far=fars)
         posteriors[name], reports[name] = post, report
-        rows.append({"method": name, "fit_seconds": fit_seconds, **report.to_dict()})
+        rows.append({"method": name, "kind": "posterior", "fit_seconds": fit_seconds,
+                     **report.to_dict()})
+    detector_results: dict[str, DetectorResult] = {}
+    if detectors:
+        detector_rows, detector_results = _detector_rows(data, fars)
+        rows += detector_rows
     table = pd.DataFrame(rows).set_index("method")
-    cols = [c for c in _headline_columns(levels, data.p_true_test is not None)
-            if c in table.columns]
-    return Comparison(table=table[cols], reports=reports, posteriors=posteriors)
+    # True / False for fits, <NA> for detector rows (no failure check applies)
+    table["failed"] = table["failed"].astype("boolean")
+    cols = [c for c in _headline_columns(levels, data.p_true_test is not None,
+                                         fars if data.n_classes == 2 else ())
+            if c in table.columns and (c != "kind" or detectors)]
+    return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
+                      detectors=detector_results)
