@@ -8,6 +8,7 @@ import torch
 from scipy import stats
 
 import uqzoo as uz
+from _float32_reference import U32, forward64, proba64
 from uqzoo.methods import mc_dropout
 from uqzoo.nets import torch as tnet
 
@@ -31,21 +32,30 @@ def post(spec, data):
 
 
 def test_folded_draw_equals_the_masked_network():
+    """Folding masks into the next layer's weights equals masking the hidden units."""
     spec = uz.MLPSpec(3, 3, hidden=(5, 4), activation="relu")
     params = spec.init_params(0)
     rng = np.random.default_rng(1)
     masks = [rng.random((6, h)) >= 0.3 for h in spec.hidden]
     draws = mc_dropout.fold_masks(spec, params, masks, 0.3)
     X = rng.normal(size=(7, 3)).astype(np.float32)
-    folded = uz.predict_proba_draws(spec, draws, X)
-    t = tnet.to_tensors(params)
+    folded = tnet.forward_logits(spec, tnet.to_tensors(draws), torch.from_numpy(X)).numpy()
+    hidden_masks = [torch.from_numpy((m / np.float32(0.7)).astype(np.float32))[:, None, :]
+                    for m in masks]                                    # (S, 1, h)
+    masked = tnet.forward_logits(spec, tnet.to_tensors(params), torch.from_numpy(X),
+                                 hidden_masks=hidden_masks).numpy()
+    # Both are float32 evaluations of the same real network: each is within the
+    # float32 bound of its float64 value (the mask's scaling adds one rounding
+    # per hidden unit, inside the bound's elementwise ulps), so within twice it.
+    # The predictive engine on the folded draws against the masked network's
+    # probabilities: likewise within twice the float32 probability bound.
+    engine = uz.proba_draws(spec, draws, X)
+    masked_proba = tnet.logits_to_proba(spec, torch.from_numpy(masked)).numpy()
     for s in range(6):
-        h = torch.from_numpy(X)
-        for i in range(spec.n_layers):
-            h = h @ t[f"layers.{i}.weight"].T + t[f"layers.{i}.bias"]
-            if i < spec.n_layers - 1:
-                h = torch.relu(h) * torch.from_numpy(masks[i][s].astype(np.float32)) / 0.7
-        np.testing.assert_allclose(folded[s], torch.softmax(h, -1).numpy(), atol=1e-6)
+        ref, bound = forward64(spec, {k: v[s] for k, v in draws.items()}, X)
+        assert np.all(np.abs(folded[s] - masked[s]) <= 2 * (bound + U32 * np.abs(ref)))
+        _, proba_bound = proba64(spec, ref, bound)
+        assert np.all(np.abs(engine[s] - masked_proba[s]) <= 2 * proba_bound)
 
 
 def test_draws_drop_each_unit_with_the_rate(post, spec):
@@ -80,6 +90,28 @@ def test_per_row_and_shared_masks_agree_point_by_point(post, data):
     # Per-row draws are not parameter draws: reproducible by seed, not by the posterior.
     np.testing.assert_array_equal(per_row, mc_dropout.per_row_proba_draws(
         post, X, seed=1)[..., 1])
+
+
+def test_per_row_draws_are_the_network_under_each_rows_masks(post, spec, data):
+    """Row i of draw s is the trained network with that row's own masks folded in.
+
+    The masks are regenerated as documented: per hidden layer, in order,
+    uniform (S, rows, width) from a torch generator seeded with ``seed``; a
+    unit is kept where u >= p.
+    """
+    X = np.array(data.X_test[:5])
+    S, seed = 7, 11
+    per_row = mc_dropout.per_row_proba_draws(post, X, num_samples=S, seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    keep = [(torch.rand((S, X.shape[0], h), generator=generator) >= RATE).numpy()
+            for h in spec.hidden]
+    for i in range(X.shape[0]):
+        draws = mc_dropout.fold_masks(spec, post.anchor, [k[:, i] for k in keep], RATE)
+        expected = uz.proba_draws(spec, draws, X[i:i + 1])[:, 0]
+        for s in range(S):
+            ref, bound = forward64(spec, {k: v[s] for k, v in draws.items()}, X[i:i + 1])
+            # Two float32 evaluations of one network, each within the bound.
+            assert np.all(np.abs(per_row[s, i] - expected[s]) <= 2 * proba64(spec, ref, bound)[1])
 
 
 def test_rate_comes_from_spec_or_config(spec, data):

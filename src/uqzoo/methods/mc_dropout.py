@@ -33,8 +33,7 @@ import numpy as np
 from uqzoo._validation import as_float_matrix, check_float, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import (check_draw_memory, check_draws, check_training_sizes,
-                                   config_dict)
+from uqzoo.methods._config import check_draw_memory, check_draws, check_training_sizes, config_dict
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -206,6 +205,9 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
     if not isinstance(posterior, Posterior) or posterior.method != "mc_dropout":
         raise InvalidTypeError(
             f"posterior must be a Posterior of method 'mc_dropout', got {posterior!r}")
+    if posterior.anchor is None:
+        raise InvalidInputError("posterior has no anchor: per-row masks need the trained "
+                                "weights")
     spec = posterior.spec
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     num = posterior.num_draws if num_samples is None else check_int(
@@ -213,18 +215,18 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
     rate = float(posterior.diagnostics["dropout_rate"])
     params = tnet.to_tensors({k: np.array(v) for k, v in posterior.anchor.items()})
     generator = torch.Generator().manual_seed(check_seed(seed))
-    act = tnet._ACTIVATIONS[spec.activation]
     out = np.empty((num, X.shape[0], spec.n_classes), dtype=np.float32)
-    # Chunk rows so the (S, chunk, width) masks stay near 32 Mi elements.
+    # Chunk rows so each layer's (S, chunk, width) mask stays near 32 Mi elements (all
+    # layers' are alive together). The chunking of earlier releases: the same seed
+    # still draws the same masks row by row.
     chunk = max(1, 2**25 // (num * max(spec.hidden)))
     with torch.no_grad():
         for start in range(0, X.shape[0], chunk):
-            h = torch.from_numpy(np.array(X[start:start + chunk]))
-            for i in range(spec.n_layers):
-                h = torch.matmul(h, params[f"layers.{i}.weight"].T) + params[f"layers.{i}.bias"]
-                if i < spec.n_layers - 1:
-                    h = act(h)
-                    keep = torch.rand((num,) + tuple(h.shape[-2:]), generator=generator) >= rate
-                    h = h * keep / (1.0 - rate)
-            out[:, start:start + chunk] = tnet.logits_to_proba(spec, h).numpy()
+            rows = torch.from_numpy(np.array(X[start:start + chunk]))
+            # Drawn layer by layer, as (S, rows, width): a fresh mask per row and draw.
+            # Kept units are scaled by 1/(1 - p) in float32, as fold_masks does.
+            masks = [(torch.rand((num, rows.shape[0], width), generator=generator) >= rate)
+                     / (1.0 - rate) for width in spec.hidden]
+            logits = tnet.forward_logits(spec, params, rows, hidden_masks=masks)
+            out[:, start:start + chunk] = tnet.logits_to_proba(spec, logits).numpy()
     return out
