@@ -60,7 +60,7 @@ def median_bulk_ess(spec, draws_by_chain, X_test):
     """draws_by_chain: dict of (chains, draws, *shape) arrays."""
     chains, per_chain = next(iter(draws_by_chain.values())).shape[:2]
     flat = {k: v.reshape((chains * per_chain,) + v.shape[2:]) for k, v in draws_by_chain.items()}
-    proba = uz.predict_proba_draws(spec, flat, X_test)[..., 1]
+    proba = uz.proba_draws(spec, flat, X_test)[..., 1]
     ess = _diagnostics.rhat_ess(proba.reshape(chains, per_chain, -1))["ess_bulk"]
     return float(np.median(ess))
 

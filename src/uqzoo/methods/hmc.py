@@ -635,7 +635,7 @@ def _convergence_diagnostics(spec: MLPSpec, draws: dict[str, np.ndarray], stats:
                              X: np.ndarray, cfg: Config, seed: int) -> dict[str, Any]:
     chains, per_chain = cfg.num_chains, cfg.num_samples
     idx = _diagnostics.predictive_points(seed, X.shape[0], cfg.num_diagnostic_points)
-    proba = engine.predict_proba_draws(spec, draws, X[idx])           # (S, n, K)
+    proba = engine.proba_draws(spec, draws, X[idx])                   # (S, n, K)
     if spec.n_classes == 2:
         proba = proba[..., 1:]
     out: dict[str, Any] = {"predictive_points": idx}
