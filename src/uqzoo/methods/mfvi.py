@@ -43,12 +43,20 @@ import numpy as np
 
 from uqzoo.errors import ConvergenceWarning, InvalidInputError
 from uqzoo.methods import _diagnostics
-from uqzoo.methods._config import (check_choice, check_draw_memory, check_draws, check_float,
-                                   check_int, check_iterations, check_members, config_dict)
+from uqzoo.methods._config import (
+    check_choice,
+    check_draw_memory,
+    check_draws,
+    check_float,
+    check_int,
+    check_iterations,
+    check_members,
+    config_dict,
+)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
-__all__ = ["Config", "fit", "BACKENDS", "LR_SCHEDULES"]
+__all__ = ["BACKENDS", "LR_SCHEDULES", "Config", "fit"]
 
 BACKENDS = ("numpyro", "pyro")
 LR_SCHEDULES = ("constant", "cosine", "exponential")
@@ -145,6 +153,7 @@ def learning_rate_at(cfg: Config, step):
         return cfg.learning_rate + 0.0 * progress
     if cfg.lr_schedule == "exponential":
         return cfg.learning_rate * lo ** progress
+    cos: Any       # a float, or a JAX scalar inside a traced step
     if isinstance(progress, float):
         cos = math.cos(math.pi * progress)
     else:
@@ -166,24 +175,21 @@ def kl_weight_at(cfg: Config, step):
 
 # -- NumPyro ------------------------------------------------------------------------------
 
-def _point_log_likelihood(spec: MLPSpec, params, X, y):
-    """Per-row log-likelihood, shape (N,) (the summed form is ``nets.jax.log_likelihood``)."""
-    import jax
-    import jax.numpy as jnp
-
-    from uqzoo.nets.jax import forward_logits
-
-    logits = forward_logits(spec, params, X)
-    if spec.n_classes == 2:
-        z = logits[..., 0]
-        return -jax.nn.softplus(jnp.where(y == 1, -z, z))
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0]
-
-
 def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
+    """The Bayesian network as a NumPyro model ``model(X, y, kl_weight)``.
+
+    Every weight and bias gets the spec's N(0, prior_scale²) prior as a
+    sample site (what the guide approximates); the likelihood is the shared
+    one, :func:`uqzoo.nets.jax.log_likelihood_terms` of
+    :func:`uqzoo.nets.jax.forward_logits`, added as a factor.
+    """
     import numpyro
     import numpyro.distributions as dist
+
+    from uqzoo.nets import jax as jnet
+
+    def log_likelihood_terms(params, X, y):
+        return jnet.log_likelihood_terms(spec, jnet.forward_logits(spec, params, X), y)
 
     def model(X, y, kl_weight):
         params = {}
@@ -193,13 +199,13 @@ def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
                     key, dist.Normal(0.0, spec.prior_scale).expand(shape).to_event(len(shape)))
         n = X.shape[0]
         if batch_size is None or batch_size >= n:
-            numpyro.factor("log_likelihood", _point_log_likelihood(spec, params, X, y).sum())
+            numpyro.factor("log_likelihood", log_likelihood_terms(params, X, y).sum())
         else:
             # The plate scales the minibatch log-likelihood by N / batch_size.
             with numpyro.plate("data", n, subsample_size=batch_size):
                 Xb = numpyro.subsample(X, event_dim=1)
                 yb = numpyro.subsample(y, event_dim=0)
-                numpyro.factor("log_likelihood", _point_log_likelihood(spec, params, Xb, yb))
+                numpyro.factor("log_likelihood", log_likelihood_terms(params, Xb, yb))
 
     return model
 
@@ -282,7 +288,8 @@ def optimize_numpyro(model_factory: Callable, model_key: tuple, shapes: dict[str
 
     svi, chunk = _numpyro_program(model_factory, model_key, tuple(shapes.items()), cfg)
     rng = np.random.default_rng([seed, 0x51F1])
-    key = jax.random.wrap_key_data(rng.integers(0, 2**32, size=2, dtype=np.uint32))
+    key = jax.random.wrap_key_data(jnp.asarray(rng.integers(0, 2**32, size=2,
+                                                            dtype=np.uint32)))
     # Values are on the constrained scale: numpyro inverts softplus itself.
     init_params = {}
     for k, shape in shapes.items():
@@ -313,6 +320,39 @@ def optimize_numpyro(model_factory: Callable, model_key: tuple, shapes: dict[str
 
 # -- Pyro ----------------------------------------------------------------------------------
 
+def _pyro_mlp_model(spec: MLPSpec, batch_size: int | None):
+    """The same model as :func:`_numpyro_mlp_model` in Pyro: ``model(X, y, kl_weight)``.
+
+    The prior is the spec's N(0, prior_scale²) on every weight and bias (the
+    sites the guide approximates); the likelihood is the shared one,
+    :func:`uqzoo.nets.torch.log_likelihood_terms` of
+    :func:`uqzoo.nets.torch.forward_logits`.
+    """
+    import pyro
+    import pyro.distributions as pdist
+
+    from uqzoo.nets import torch as tnet
+
+    shapes = spec.param_shapes()
+
+    def log_likelihood_terms(params, X, y):
+        return tnet.log_likelihood_terms(spec, tnet.forward_logits(spec, params, X), y)
+
+    def model(X, y, kl_weight):
+        with pyro.poutine.scale(scale=kl_weight):
+            params = {k: pyro.sample(k, pdist.Normal(0.0, spec.prior_scale).expand(s)
+                                     .to_event(len(s))) for k, s in shapes.items()}
+        n = X.shape[0]
+        if batch_size is None or batch_size >= n:
+            pyro.factor("log_likelihood", log_likelihood_terms(params, X, y).sum())
+        else:
+            # The plate scales the minibatch log-likelihood by N / batch_size.
+            with pyro.plate("data", n, subsample_size=batch_size) as idx:
+                pyro.factor("log_likelihood", log_likelihood_terms(params, X[idx], y[idx]))
+
+    return model
+
+
 def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_loc: dict,
                    cfg: Config, seed: int, progress_bar: bool):
     try:
@@ -323,34 +363,15 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_loc: dict,
         raise ImportError("backend='pyro' needs pyro-ppl: pip install 'uqzoo[pyro]'") from exc
     import torch
 
-    from uqzoo.nets import torch as tnet
-
     shapes = spec.param_shapes()
     # Copies: the dataset's arrays are read-only, which torch.as_tensor warns about.
     Xt = torch.tensor(np.array(X, dtype=np.float32))
     yt = torch.tensor(np.array(y, dtype=np.int64))
-    n = Xt.shape[0]
     rho0 = math.log(math.expm1(cfg.init_scale))
     locs = {k: torch.tensor(init_loc[k], dtype=torch.float32, requires_grad=True) for k in shapes}
     rhos = {k: torch.full(s, rho0, dtype=torch.float32, requires_grad=True)
             for k, s in shapes.items()}
-
-    def loglik(params, Xb, yb):
-        logits = tnet.forward_logits(spec, params, Xb)
-        if spec.n_classes == 2:
-            z = logits[..., 0]
-            return -torch.nn.functional.softplus(torch.where(yb == 1, -z, z))
-        return torch.log_softmax(logits, -1).gather(-1, yb[:, None])[:, 0]
-
-    def model(X, y, kl_weight):
-        with pyro.poutine.scale(scale=kl_weight):
-            params = {k: pyro.sample(k, pdist.Normal(0.0, spec.prior_scale).expand(s)
-                                     .to_event(len(s))) for k, s in shapes.items()}
-        if cfg.batch_size is None or cfg.batch_size >= n:
-            pyro.factor("log_likelihood", loglik(params, X, y).sum())
-        else:
-            with pyro.plate("data", n, subsample_size=cfg.batch_size) as idx:
-                pyro.factor("log_likelihood", loglik(params, X[idx], y[idx]))
+    model = _pyro_mlp_model(spec, cfg.batch_size)
 
     def guide(X, y, kl_weight):
         with pyro.poutine.scale(scale=kl_weight):
@@ -445,7 +466,7 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     t_fit = time.perf_counter() - t0
 
     rng = np.random.default_rng([seed, 0xD8A5])
-    draws = {k: (loc[k] + scale[k] * rng.standard_normal((config.num_samples,) + shape))
+    draws = {k: (loc[k] + scale[k] * rng.standard_normal((config.num_samples, *shape)))
              .astype(np.float32) for k, shape in shapes.items()}
     converged, change, tolerance = _diagnostics.elbo_converged(
         losses, config.window, config.convergence_rtol)
