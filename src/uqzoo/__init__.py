@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "proba_draws": "uqzoo.predictive",
     "summarize": "uqzoo.predictive",
     "MLPSpec": "uqzoo.spec",
+    "UQClassifier": "uqzoo.sklearn",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -98,4 +99,5 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.methods import fit
     from uqzoo.posterior import Posterior
     from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
+    from uqzoo.sklearn import UQClassifier
     from uqzoo.spec import MLPSpec
