@@ -12,6 +12,7 @@ import numpy as np
 from uqzoo._validation import check_float, check_int, check_seed
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.errors import InvalidInputError
+from uqzoo.spec import MLPSpec
 
 __all__ = ["load_sim_teacher", "teacher_logits"]
 
@@ -19,43 +20,57 @@ __all__ = ["load_sim_teacher", "teacher_logits"]
 TEACHER_HIDDEN = (10, 10)
 
 
-def _teacher_params(p: int, n_outputs: int, teacher_seed: int) -> dict[str, np.ndarray]:
+def _teacher_params(spec: MLPSpec, teacher_seed: int) -> dict[str, np.ndarray]:
     """N(0, 1) weights and biases in the shared ``layers.i.weight`` (out, in) layout."""
     rng = np.random.default_rng(teacher_seed)
-    widths = (p, *TEACHER_HIDDEN, n_outputs)
-    params = {}
-    for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:])):
-        params[f"layers.{i}.weight"] = rng.normal(size=(n_out, n_in))
-        params[f"layers.{i}.bias"] = rng.normal(size=(n_out,))
-    return params
+    # Layer by layer, weight before bias: the order the draws have always had.
+    return {key: rng.normal(size=shape) for key, shape in spec.param_shapes().items()}
+
+
+def _teacher_spec(params: dict[str, np.ndarray]) -> MLPSpec:
+    """The architecture of a teacher from its parameters' shapes (tanh hidden layers)."""
+    n_layers = len(params) // 2
+    widths = tuple(int(params[f"layers.{i}.weight"].shape[0]) for i in range(n_layers))
+    n_classes = 2 if widths[-1] == 1 else widths[-1]
+    spec = MLPSpec(int(params["layers.0.weight"].shape[1]), n_classes, hidden=widths[:-1],
+                   activation="tanh")
+    shapes = {k: tuple(np.shape(v)) for k, v in params.items()}
+    if spec.param_shapes() != shapes:
+        raise InvalidInputError(
+            f"teacher parameters must be an MLP in the shared layout with 1 output logit "
+            f"for two classes or K >= 3 logits; got shapes {shapes}")
+    return spec
 
 
 def teacher_logits(params: dict[str, np.ndarray], X: np.ndarray,
                    logit_scale: float = 1.0) -> np.ndarray:
-    """The teacher's logits f*(x), float64 of shape (N, n_outputs)."""
-    n_layers = len(params) // 2
-    h = np.asarray(X, dtype=np.float64)
-    for i in range(n_layers):
-        h = h @ params[f"layers.{i}.weight"].T + params[f"layers.{i}.bias"]
-        if i < n_layers - 1:
-            h = np.tanh(h)
-    return logit_scale * h
+    """The teacher's logits f*(x), float64 of shape (N, n_outputs).
+
+    The shared torch forward (:func:`uqzoo.nets.torch.forward_logits`) in float64.
+    """
+    import torch
+
+    from uqzoo.nets import torch as tnet
+
+    spec = _teacher_spec(params)
+    with torch.no_grad():
+        logits = tnet.forward_logits(spec, tnet.to_tensors(params, dtype=torch.float64),
+                                     torch.as_tensor(np.asarray(X, dtype=np.float64)))
+    return logit_scale * logits.numpy()
 
 
-def _probabilities(logits: np.ndarray) -> np.ndarray:
-    """(N, K) class probabilities: binary ``[1 - σ(f), σ(f)]`` or a softmax."""
-    if logits.shape[1] == 1:
-        # σ(f) computed as exp(-logaddexp(0, -f)) is exact in both tails.
-        p1 = np.exp(-np.logaddexp(0.0, -logits[:, 0]))
-        return np.stack([1.0 - p1, p1], axis=1)
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(shifted)
-    return e / e.sum(axis=1, keepdims=True)
+def _probabilities(spec: MLPSpec, logits: np.ndarray) -> np.ndarray:
+    """(N, K) float64 class probabilities: the shared link (sigmoid or softmax)."""
+    import torch
+
+    from uqzoo.nets import torch as tnet
+
+    return tnet.logits_to_proba(spec, torch.as_tensor(logits)).numpy()
 
 
 def _sample_labels(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One categorical draw per row of the (N, K) probabilities."""
-    u = rng.random(p.shape[0])
+    u = rng.random((p.shape[0],))
     cum = np.cumsum(p, axis=1)
     return np.minimum((u[:, None] >= cum).sum(axis=1), p.shape[1] - 1).astype(np.int64)
 
@@ -124,17 +139,17 @@ def load_sim_teacher(*, p: int = 5, n_train: int = 1000, n_test: int = 5000,
     teacher_seed = check_seed(teacher_seed, "teacher_seed")
     logit_scale = check_float(logit_scale, "logit_scale", low=0.0, low_open=True)
 
-    n_outputs = 1 if n_classes == 2 else n_classes
-    params = _teacher_params(p, n_outputs, teacher_seed)
+    spec = MLPSpec(p, n_classes, hidden=TEACHER_HIDDEN, activation="tanh")
+    params = _teacher_params(spec, teacher_seed)
     # Training and test draws come from separate child streams, so n_test does
     # not change the training set and vice versa.
     train_rng, test_rng = (np.random.default_rng(s) for s in
                            np.random.SeedSequence(seed).spawn(2))
     X_train = train_rng.normal(size=(n_train, p))
-    p_train = _probabilities(teacher_logits(params, X_train, logit_scale))
+    p_train = _probabilities(spec, teacher_logits(params, X_train, logit_scale))
     y_train = _sample_labels(p_train, train_rng)
     X_test = test_rng.normal(size=(n_test, p))
-    p_test = _probabilities(teacher_logits(params, X_test, logit_scale))
+    p_test = _probabilities(spec, teacher_logits(params, X_test, logit_scale))
     y_test = _sample_labels(p_test, test_rng)
 
     if np.unique(y_train).size < 2:
