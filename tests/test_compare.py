@@ -103,3 +103,25 @@ def test_three_classes_have_no_detection_columns(monkeypatch):
 def test_facade_functions_are_functions_on_plain_first_use(name):
     code = f"import uqzoo\nassert callable(uqzoo.{name}), uqzoo.{name}"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_every_freely_drawing_method_gets_the_same_draw_budget_and_the_table_shows_s():
+    data = uz.datasets.load("sim-teacher", n_train=120, n_test=60, seed=0)
+    quick = {"num_epochs": 20}
+    result = uz.compare(data, ["laplace", "mc_dropout", "ensemble"], num_draws=64,
+                        configs={"laplace": quick, "mc_dropout": quick,
+                                 "ensemble": {**quick, "num_members": 3}},
+                        progress_bar=False)
+    s = result.table["num_draws"]
+    assert s["laplace"] == s["mc_dropout"] == 64       # the common budget
+    assert s["ensemble"] == 3                          # one draw per trained member
+    assert result.posteriors["laplace"].num_draws == 64
+    # three members are too few for the default levels, and the report says so
+    assert any("too few" in w for w in result.reports["ensemble"].warnings)
+    own = uz.compare(data, "laplace", num_draws=64, progress_bar=False,
+                     configs={"laplace": {**quick, "num_samples": 10}})
+    assert own.table.loc["laplace", "num_draws"] == 10   # the caller's own setting wins
+    with pytest.raises(uz.InvalidInputError, match="num_draws"):
+        uz.compare(data, "laplace", num_draws=0)
+    with pytest.raises(uz.InvalidInputError, match="interval"):
+        uz.compare(data, "laplace", interval="hdi")

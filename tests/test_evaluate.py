@@ -391,3 +391,32 @@ def test_streamed_report_carries_failures_like_raw_draws():
                         chunk_size=128)
     raw = evaluate(draws, y, levels=(0.8,))
     assert streamed.failures == raw.failures and streamed.failures
+
+
+def test_too_few_draws_for_a_level_are_named_with_the_minimum():
+    rng = np.random.default_rng(3)
+    p = rng.beta(2, 2, size=(5, 60, 1))
+    draws = np.concatenate([1 - p, p], axis=-1)
+    y = rng.integers(0, 2, 60)
+    few = evaluate(draws, y, levels=(0.5, 0.8, 0.95))
+    (warning,) = [w for w in few.warnings if "too few" in w]
+    assert "S = 5" in warning and "0.8 needs 9" in warning and "0.95 needs 39" in warning
+    assert "0.5 needs" not in warning                       # 5 draws suffice at 50 %
+    assert "too few" in few.summary()
+    p40 = rng.beta(2, 2, size=(40, 60, 1))
+    enough = evaluate(np.concatenate([1 - p40, p40], axis=-1), y, levels=(0.5, 0.8, 0.95))
+    assert not [w for w in enough.warnings if "too few" in w]
+
+
+def test_order_statistic_intervals_from_too_few_draws_are_the_whole_range():
+    rng = np.random.default_rng(4)
+    p = rng.beta(2, 2, size=(5, 30, 1))
+    draws = np.concatenate([1 - p, p], axis=-1)
+    truth = np.concatenate([1 - p[0], p[0]], axis=-1)
+    y = rng.integers(0, 2, 30)
+    report = evaluate(draws, y, levels=(0.5, 0.8), p_true=truth, interval="order_statistic")
+    d = report.to_dict()
+    assert d["interval_width@0.8"] == 1.0 and d["coverage@0.8"] == 1.0
+    assert d["interval_width@0.5"] < 1.0          # S = 5 >= min_draws(0.5) = 3
+    with pytest.raises(InvalidInputError, match="interval"):
+        evaluate(draws, y, interval="hdi")

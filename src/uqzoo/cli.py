@@ -203,11 +203,12 @@ def _spec(args, data):
 
 def _cmd_compare(args) -> int:
     from uqzoo import methods as registry
-    from uqzoo.compare import QUICK_CONFIGS, compare, format_table
+    from uqzoo.compare import DEFAULT_NUM_DRAWS, QUICK_CONFIGS, compare, format_table
     from uqzoo.io import check_output_folder, staged_folder
 
     if args.out:
         check_output_folder(args.out, overwrite=args.overwrite, what="--out")
+    num_draws = DEFAULT_NUM_DRAWS if args.num_draws is None else args.num_draws
     data = _load_data(args)
     names = args.methods.split(",") if args.methods else registry.names()
     configs: dict[str, dict[str, Any]] = {}
@@ -224,16 +225,24 @@ def _cmd_compare(args) -> int:
           f"{'default' if args.full else 'quick'} settings)")
     result = compare(data, names, spec=_spec(args, data), seed=args.seed,
                      levels=_parse_levels(args.levels), delta=args.delta, configs=configs,
-                     progress_bar=not args.no_progress)
+                     progress_bar=not args.no_progress, num_draws=num_draws,
+                     interval=args.interval)
     print()
     print(format_table(result.table))
     if data.p_true_test is not None:
         print("\ncoverage@L: share of test points whose level-L interval holds the true "
               "probability (nominal L);\ninterval_width@L: mean width; hcs_proportion@L: "
               f"share in the High Confidence Set (δ = {args.delta:g}).")
+    print(f"num_draws: posterior draws S per method (a common budget of {num_draws} "
+          f"for methods that draw freely; one per member for ensembles); intervals: "
+          f"{args.interval.replace('_', '-')}.")
     for name, report in result.reports.items():
+        for failure in report.failures:
+            print(f"\nFAILED {name} ({failure.kind}): {failure.message}")
         if report.converged is False:
             print(f"\nWARNING: {name} did not converge: {'; '.join(report.warnings)}")
+        elif report.warnings:
+            print(f"\nnote on {name}: {'; '.join(report.warnings)}")
     if args.out:
         # Written into a temporary sibling folder that becomes --out only when
         # complete: Ctrl-C or a full disk here leaves no half-written results.
@@ -368,6 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.2, help="HCS threshold δ in (0, 0.5)")
     p.add_argument("--full", action="store_true",
                    help="use each method's default settings instead of the quick ones")
+    p.add_argument("--num-draws", type=int, default=None, metavar="S",
+                   help="common draw budget of the methods that draw freely "
+                        "(default: uqzoo.compare.DEFAULT_NUM_DRAWS, 1000)")
+    p.add_argument("--interval", choices=("equal_tailed", "order_statistic"),
+                   default="equal_tailed",
+                   help="percentile intervals (default) or order-statistic intervals, "
+                        "which keep their level for any number of draws")
     p.add_argument("--set", action="append", metavar="METHOD.OPTION=VALUE",
                    help="a method option, e.g. hmc.num_samples=1000 (repeatable)")
     p.add_argument("--out", help="folder for the table (CSV), posteriors (.nc) and plots; "

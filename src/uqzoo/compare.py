@@ -18,18 +18,21 @@ from typing import Any
 import pandas as pd
 
 from uqzoo import methods as method_registry
-from uqzoo._validation import _show, check_float, check_levels, check_seed
+from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
+from uqzoo.methods._config import check_draws
 from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
+from uqzoo.metrics.intervals import SUMMARY_INTERVALS
 from uqzoo.spec import MLPSpec
 
-__all__ = ["QUICK_CONFIGS", "Comparison", "DetectorResult", "compare"]
+__all__ = ["DEFAULT_NUM_DRAWS", "QUICK_CONFIGS", "Comparison", "DetectorResult", "compare"]
 
 # Settings that make every method finish in seconds to a minute on two CPU
 # cores for the embedded default data (sim-teacher, 2×10 net, n_train 1000).
 # They are deliberately modest; the published comparisons use the defaults.
 QUICK_CONFIGS: dict[str, dict[str, Any]] = {
-    "hmc": {"num_warmup": 500, "num_samples": 500, "num_chains": 2},
+    # draws: compare's common budget, DEFAULT_NUM_DRAWS, split over the chains
+    "hmc": {"num_warmup": 500, "num_chains": 2},
     "mfvi": {},
     "mc_dropout": {},
     "ensemble": {},
@@ -37,6 +40,31 @@ QUICK_CONFIGS: dict[str, dict[str, Any]] = {
     "swag": {},
     "laplace": {},
 }
+
+
+# The draws every method that can draw freely makes in a comparison, so that no
+# method's intervals are judged on fewer draws than another's. 1000 is
+# HMC's quick-setting total and more than any default level needs
+# (uqzoo.metrics.min_draws: 39 at 95 %).
+DEFAULT_NUM_DRAWS = 1000
+
+
+def _draw_options(name: str, num_draws: int, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that make method ``name`` emit ``num_draws`` posterior draws.
+
+    Methods whose draws are free to make (a sampler, a variational or
+    Gaussian approximation, dropout masks) get the common budget; ensembles
+    and bootstraps are left alone, as each draw is a trained network (their
+    ``num_members`` default is already enough for every default level).
+    Options the caller set in ``configs`` win.
+    """
+    if name == "hmc":
+        chains = config.get("num_chains", method_registry.get("hmc").Config().num_chains)
+        per_chain = -(-num_draws // int(chains))
+        return {"num_samples": per_chain}
+    if name in ("mfvi", "mc_dropout", "swag", "laplace"):
+        return {"num_samples": num_draws}
+    return {}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -95,7 +123,7 @@ class Comparison:
 
 def _headline_columns(levels: Sequence[float], has_truth: bool,
                       fars: Sequence[float] = ()) -> list[str]:
-    cols = ["kind", "fit_seconds", "converged", "failed", "flags"]
+    cols = ["kind", "num_draws", "fit_seconds", "converged", "failed", "flags"]
     for level in levels:
         key = f"{level:g}"
         if has_truth:
@@ -153,7 +181,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             seed: int = 0, levels: Sequence[float] = (0.8, 0.95), delta: float = 0.2,
             configs: Mapping[str, Mapping[str, Any]] | None = None,
             progress_bar: bool = True, detectors: bool | None = None,
-            far: Sequence[float] = DEFAULT_FARS) -> Comparison:
+            far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
+            interval: str = "equal_tailed") -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -183,6 +212,17 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         binary data.
     far : sequence of float in (0, 1)
         False-alarm rates of the Pd columns (binary data).
+    num_draws : int
+        The common draw budget S of every method that can draw freely (HMC,
+        MF-VI, MC dropout, SWAG, Laplace; HMC splits it over its chains), so
+        that no method's intervals are judged on fewer draws than another's.
+        Ensembles and bootstraps make one draw per trained member
+        (``num_members``). A method's own ``num_samples`` in ``configs`` wins.
+        The table's ``num_draws`` column shows each method's S.
+    interval : {"equal_tailed", "order_statistic"}
+        The interval the table's coverage and width use: percentile intervals
+        (the default, as in the literature) or order-statistic intervals,
+        which keep their level for any S (see :func:`uqzoo.evaluate`).
 
     Returns
     -------
@@ -240,16 +280,21 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if spec is None:
         spec = MLPSpec(data.n_features, data.n_classes, hidden=(10, 10), dropout=0.1)
 
+    num_draws = check_draws(num_draws, "num_draws")
+    interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
+
     rows, reports, posteriors = [], {}, {}
     for name in names:
+        options = {**_draw_options(name, num_draws, configs.get(name, {})),
+                   **configs.get(name, {})}
         start = time.perf_counter()
         with warnings.catch_warnings():
             # A non-converged fit is reported in the table, not raised.
             warnings.simplefilter("ignore", ConvergenceWarning)
             post = method_registry.fit(name, spec, data, seed=seed,
-                                       progress_bar=progress_bar, **configs.get(name, {}))
+                                       progress_bar=progress_bar, **options)
         fit_seconds = time.perf_counter() - start
-        report = evaluate(post, data, levels=levels, delta=delta, far=fars)
+        report = evaluate(post, data, levels=levels, delta=delta, far=fars, interval=interval)
         posteriors[name], reports[name] = post, report
         rows.append({"method": name, "kind": "posterior", "fit_seconds": fit_seconds,
                      **report.to_dict()})

@@ -55,6 +55,7 @@ from uqzoo.metrics.detection import (
     pd_at_far,
 )
 from uqzoo.metrics.hcs import HCS_SIDES
+from uqzoo.metrics.intervals import SUMMARY_INTERVALS, credible_interval, min_draws
 from uqzoo.metrics.streaming import (
     CalibrationAccumulator,
     ClasswiseCalibrationAccumulator,
@@ -377,23 +378,23 @@ def _check_match(posterior: Any, X: np.ndarray, extras: dict) -> None:
         )
 
 
-def _draw_chunks(draws: np.ndarray, levels: tuple[float, ...], chunk: int
-                 ) -> Iterator[_Chunk]:
-    qs = [q for lv in levels for q in ((1 - lv) / 2, (1 + lv) / 2)]
+def _draw_chunks(draws: np.ndarray, levels: tuple[float, ...], chunk: int,
+                 interval: str) -> Iterator[_Chunk]:
     for start in range(0, draws.shape[1], chunk):
         d = draws[:, start:start + chunk].astype(np.float64, copy=False)
-        bounds = np.quantile(d, qs, axis=0)
-        yield _Chunk(mean=d.mean(axis=0), lower=bounds[0::2], upper=bounds[1::2],
+        ci = credible_interval(d, levels, kind=interval)
+        yield _Chunk(mean=d.mean(axis=0), lower=ci.lower, upper=ci.upper,
                      expected_entropy=entropy_of(d).mean(axis=0), num_draws=d.shape[0])
 
 
 def _posterior_chunks(posterior: Any, X: np.ndarray, levels: tuple[float, ...], chunk: int,
-                      inner_chunk: int | None) -> Iterator[_Chunk]:
+                      inner_chunk: int | None, interval: str) -> Iterator[_Chunk]:
     for start in range(0, X.shape[0], chunk):
         # A writable copy: ClassificationData arrays are read-only, which torch
         # warns about when it wraps them without copying.
         X_chunk = np.array(X[start:start + chunk])
-        s = posterior.summarize(X_chunk, levels=levels, chunk_size=inner_chunk)
+        options = {} if interval == "equal_tailed" else {"interval": interval}
+        s = posterior.summarize(X_chunk, levels=levels, chunk_size=inner_chunk, **options)
         if tuple(float(v) for v in s.levels) != levels:
             raise InvalidInputError(
                 f"posterior.summarize returned levels {s.levels}, asked for {levels}"
@@ -410,7 +411,8 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
              levels: Sequence[float] = DEFAULT_LEVELS, delta: float = 0.2, *,
              p_true: object = None, chunk_size: int | None = None, n_bins: int = 15,
              side: str = "both", progress_bar: bool = False,
-             far: Sequence[float] = DEFAULT_FARS) -> EvalReport:
+             far: Sequence[float] = DEFAULT_FARS,
+             interval: str = "equal_tailed") -> EvalReport:
     """Evaluate a posterior predictive: intervals, coverage, HCS, calibration, selection.
 
     Parameters
@@ -440,6 +442,14 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         Show a tqdm bar over chunks.
     far : sequence of float in (0, 1)
         False-alarm rates of the ``pd_at_far`` rows (binary problems).
+    interval : {"equal_tailed", "order_statistic"}
+        How interval bounds are read from the S draws: percentile intervals
+        interpolated as ``np.quantile`` does (the literature's usual choice),
+        or order-statistic intervals that hold a new draw with probability at
+        least the level whatever S is (:func:`uqzoo.metrics.min_draws`).
+        Either way, a level that needs more draws than the posterior has is
+        named in ``warnings``: a percentile interval from too few draws covers
+        far less than its level, an order-statistic one is all of [0, 1].
 
     Returns
     -------
@@ -471,6 +481,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     delta = check_delta(delta)
     n_bins = check_int(n_bins, "n_bins", minimum=1)
     side = check_choice(side, "side", HCS_SIDES)
+    interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
     fars = tuple(float(f) for f in _check_fars(far))
     if chunk_size is not None:
         chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
@@ -491,7 +502,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         K = int(posterior_or_draws.spec.n_classes) if hasattr(posterior_or_draws, "spec") \
             else None
         num_draws = int(getattr(posterior_or_draws, "num_draws", 0) or 0)
-        chunks = _posterior_chunks(posterior_or_draws, X, levels, chunk, chunk_size)
+        chunks = _posterior_chunks(posterior_or_draws, X, levels, chunk, chunk_size, interval)
     else:
         draws = as_probabilities(posterior_or_draws, "posterior_or_draws", ndim=3)
         num_draws, N, K = draws.shape
@@ -500,7 +511,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
                 f"posterior_or_draws has K = {K} class columns; data_or_labels has "
                 f"{extras['n_classes']} classes"
             )
-        chunks = _draw_chunks(draws, levels, chunk)
+        chunks = _draw_chunks(draws, levels, chunk, interval)
     y = as_labels(y_raw, "y", n_classes=K, n_rows=N)
     truth = None
     if truth_raw is not None:
@@ -519,7 +530,8 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     K = report_parts["mean"].shape[1]
     classes = report_parts["classes"]
     names = extras["class_names"] or tuple(str(c) for c in classes)
-    warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ())
+    warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ()) \
+        + _draw_count_warnings(int(num_draws), levels, interval)
     return EvalReport(
         table=report_parts["table"], levels=levels, delta=delta, side=side, n_points=N,
         n_classes=K, num_draws=int(num_draws), class_names=names,
@@ -535,6 +547,19 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         failures=_find_failures(report_parts, y, levels, names),
         detection_roc=report_parts["detection_roc"], pd_at_far=report_parts["pd_at_far"],
     )
+
+
+def _draw_count_warnings(num_draws: int, levels: tuple[float, ...], interval: str
+                         ) -> tuple[str, ...]:
+    """One line per level the draws are too few for (see :func:`min_draws`)."""
+    short = [(level, min_draws(level)) for level in levels if num_draws < min_draws(level)]
+    if not short:
+        return ()
+    what = ("its intervals are all of [0, 1]" if interval == "order_statistic" else
+            "its percentile intervals cover far less than their level")
+    needs = ", ".join(f"{level:g} needs {need}" for level, need in short)
+    return (f"S = {num_draws} draws are too few for level(s) {needs} draws; {what}. "
+            f"Draw more (num_samples / num_members) or drop those levels.",)
 
 
 def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | None,

@@ -36,7 +36,7 @@ from uqzoo._validation import (
     check_levels,
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.metrics.intervals import quantile_plan
+from uqzoo.metrics.intervals import SUMMARY_INTERVALS, quantile_plan
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
 
@@ -47,9 +47,6 @@ __all__ = [
     "proba_draws",
     "summarize",
 ]
-
-# Intervals the streaming summary can read from the sorted draws.
-SUMMARY_INTERVALS = ("equal_tailed", "order_statistic")
 
 # Work-buffer budget per chunk, in float32 elements: a worker's largest
 # buffer holds S × chunk × K (or, linearised, S × chunk × widest layer)

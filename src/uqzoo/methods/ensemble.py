@@ -38,13 +38,18 @@ class Config(_trainer.TrainingConfig):
     Parameters
     ----------
     num_members : int
-        M, the number of networks (default 5); the posterior holds S = M draws.
+        M, the number of networks (default 40); the posterior holds S = M draws.
+        40 is the fewest that give every default credible level an interval
+        from interior order statistics (:func:`uqzoo.metrics.min_draws`:
+        39 draws for 95 %); Lakshminarayanan et al. (2017) use 5, which
+        cannot make a 95 % interval at all. The vectorised trainer fits 40
+        members of a 2×10 network in seconds.
     optimizer, learning_rate, momentum, num_epochs, batch_size, validation_fraction, patience
         The shared trainer's options (:class:`uqzoo.methods._trainer.TrainingConfig`);
         defaults: full-batch Adam, learning rate 0.01, 1000 epochs, no early stopping.
     """
 
-    num_members: int = 5
+    num_members: int = 40
 
     def __post_init__(self) -> None:
         super().__post_init__()

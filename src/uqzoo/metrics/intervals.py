@@ -14,6 +14,9 @@ __all__ = ["DEFAULT_LEVELS", "CredibleInterval", "credible_interval", "min_draws
            "quantile_plan"]
 
 INTERVAL_KINDS = ("equal_tailed", "order_statistic", "hdi")
+# The kinds a streaming summary can read from sorted draws (HDI needs every
+# draw's neighbours, so it is offered on materialised draws only).
+SUMMARY_INTERVALS = ("equal_tailed", "order_statistic")
 # Floating slack when (S + 1)(1 - L)/2 is an integer in exact arithmetic
 # (e.g. S = 39, L = 0.95): the rank must not drop by one through rounding.
 _RANK_SLACK = 1e-9
