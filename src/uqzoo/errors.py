@@ -9,13 +9,13 @@ and each message names the argument, the bad value and what is allowed.
 from __future__ import annotations
 
 __all__ = [
-    "UqzooError",
-    "InvalidInputError",
-    "InvalidTypeError",
-    "FileFormatError",
-    "OutputPathError",
     "ConvergenceWarning",
     "DataWarning",
+    "FileFormatError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "OutputPathError",
+    "UqzooError",
 ]
 
 

@@ -27,25 +27,29 @@ from scipy import stats
 
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
-from uqzoo.metrics._common import (FixedPointSums, check_n_bins, check_probs_and_labels,
-                                   validated_blocks)
+from uqzoo.metrics._common import (
+    FixedPointSums,
+    check_n_bins,
+    check_probs_and_labels,
+    validated_blocks,
+)
 
 __all__ = [
+    "NLL_CLIP",
+    "AdaptiveBins",
     "CalibrationBins",
     "ReliabilityCurve",
-    "AdaptiveBins",
-    "calibration_bins",
-    "ece",
-    "mce",
-    "rmsce",
-    "classwise_ece",
     "adaptive_binning",
     "adaptive_ece",
     "adaptive_mce",
-    "reliability_curve",
     "brier",
+    "calibration_bins",
+    "classwise_ece",
+    "ece",
+    "mce",
     "nll",
-    "NLL_CLIP",
+    "reliability_curve",
+    "rmsce",
 ]
 
 CONFIDENCE_KINDS = ("top_label", "positive_class")
