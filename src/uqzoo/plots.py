@@ -9,6 +9,7 @@ state, no GUI backend needed (safe under Agg, in tests and on servers).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -18,17 +19,28 @@ from uqzoo._validation import _show, check_choice, check_float
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics.calibration import CONFIDENCE_KINDS, reliability_curve
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from uqzoo.evaluate import EvalReport
+
 __all__ = ["coverage_plot", "hsi_maps", "reliability_diagram", "risk_coverage_plot"]
 
 # 1.96: the two-sided 95 % normal quantile, for binomial bands.
 _Z95 = 1.959963984540054
 
 
-def _is_report(obj: object) -> bool:
+def _figure_of(ax: Axes) -> Figure:
+    """The top-level figure an Axes draws into (a subfigure's parent figure)."""
+    fig = ax.figure
+    return fig if isinstance(fig, Figure) else fig.figure
+
+
+def _is_report(obj: object) -> TypeGuard[EvalReport]:
     return hasattr(obj, "table") and hasattr(obj, "reliability")
 
 
-def _check_reports(reports: object) -> Mapping:
+def _check_reports(reports: object) -> Mapping[str, EvalReport]:
     if _is_report(reports):
         return {"method": reports}
     if not isinstance(reports, Mapping) or not reports:
@@ -41,9 +53,9 @@ def _check_reports(reports: object) -> Mapping:
     return reports
 
 
-def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: int = 15,
-                        confidence: str = "top_label", ci_level: float = 0.95,
-                        ax: object = None) -> Figure:
+def reliability_diagram(report_or_probs: EvalReport | Any, y: object = None, *,
+                        n_bins: int = 15, confidence: str = "top_label",
+                        ci_level: float = 0.95, ax: Axes | None = None) -> Figure:
     """Reliability diagram with Clopper–Pearson bars and a confidence histogram.
 
     Parameters
@@ -76,7 +88,7 @@ def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: in
     confidence = check_choice(confidence, "confidence", CONFIDENCE_KINDS)
     positive = "1"  # the positive class's name on the axis: a report knows the label
     if _is_report(report_or_probs):
-        names = getattr(report_or_probs, "class_names", ()) or ()
+        names: tuple[str, ...] = tuple(getattr(report_or_probs, "class_names", ()) or ())
         positive = str(names[1]) if len(names) == 2 else positive
         curves = report_or_probs.reliability
         matches = [k for k in curves if k.startswith(confidence)]
@@ -96,7 +108,7 @@ def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: in
         fig = Figure(figsize=(5, 6), layout="constrained")
         main, hist = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
     else:
-        fig = ax.figure
+        fig = _figure_of(ax)
         main, hist = ax, ax.twinx()
     main.plot([0, 1], [0, 1], ls="--", color="0.5", lw=1, label="perfect calibration")
     err = np.vstack([curve.accuracy - curve.lower, curve.upper - curve.accuracy])
@@ -117,14 +129,15 @@ def reliability_diagram(report_or_probs: object, y: object = None, *, n_bins: in
     return fig
 
 
-def _level_rows(report: object, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _level_rows(report: EvalReport, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t = report.table
     rows = t[(t.metric == metric) & t["class"].isna()].sort_values("level")
     return (rows.level.to_numpy(float), rows.value.to_numpy(float),
             rows.stderr.to_numpy(float))
 
 
-def coverage_plot(reports: object, ax: Sequence | None = None) -> Figure:
+def coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
+                  ax: Sequence[Axes] | None = None) -> Figure:
     """Empirical coverage against the nominal level, and width against coverage.
 
     Several methods on one figure. The grey band is the nominal level ±
@@ -161,7 +174,7 @@ def coverage_plot(reports: object, ax: Sequence | None = None) -> Figure:
         if not isinstance(ax, Sequence) or len(ax) != 2:
             raise InvalidTypeError("ax must be a pair (coverage axes, width axes)")
         ax_cov, ax_width = ax
-        fig = ax_cov.figure
+        fig = _figure_of(ax_cov)
     n_min = min(rep.n_points for rep in reports.values())
     grid = np.linspace(0.01, 0.99, 99)
     band = _Z95 * np.sqrt(grid * (1 - grid) / n_min)
@@ -179,7 +192,7 @@ def coverage_plot(reports: object, ax: Sequence | None = None) -> Figure:
         ax_cov.errorbar(levels, cov, yerr=_Z95 * se, fmt="o-", ms=4, capsize=2, color=colour,
                         label=name)
         ax_width.plot(cov, width, "o-", color=colour, label=name)
-        for lv, c, w in zip(lv_w, cov, width):
+        for lv, c, w in zip(lv_w, cov, width, strict=True):
             ax_width.annotate(f"{lv:g}", (c, w), textcoords="offset points", xytext=(3, 3),
                               fontsize=7, color=colour)
     ax_cov.set_xlabel("nominal level")
@@ -194,7 +207,8 @@ def coverage_plot(reports: object, ax: Sequence | None = None) -> Figure:
     return fig
 
 
-def risk_coverage_plot(reports: object, ax: object = None) -> Figure:
+def risk_coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
+                       ax: Axes | None = None) -> Figure:
     """Selective risk against coverage (tie-aware), one curve per method.
 
     Parameters
@@ -219,7 +233,7 @@ def risk_coverage_plot(reports: object, ax: object = None) -> Figure:
         fig = Figure(figsize=(5, 4), layout="constrained")
         ax = fig.subplots()
     else:
-        fig = ax.figure
+        fig = _figure_of(ax)
     for i, (name, rep) in enumerate(reports.items()):
         rc = rep.risk_coverage
         aurc_value = rep.value("aurc", variant="tie-aware trapezoid, max probability")
@@ -240,7 +254,7 @@ def _image(values: np.ndarray, coords: np.ndarray, shape: tuple[int, int],
     return img
 
 
-def hsi_maps(report: object, data: object = None, *, level: float = 0.8,
+def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
              class_index: int | None = None, ax: Sequence | None = None) -> Figure:
     """Maps of a hyperspectral scene: mean P(target), interval width, High Confidence Set.
 
@@ -289,7 +303,7 @@ def hsi_maps(report: object, data: object = None, *, level: float = 0.8,
             "hsi_maps needs pixel coordinates and meta['image_shape']: evaluate an HSI "
             "ClassificationData, or pass it as data"
         )
-    shape = tuple(shape[:2])
+    shape = (int(shape[0]), int(shape[1]))
     coords = np.asarray(coords)
     matches = [i for i, lv in enumerate(report.levels) if np.isclose(lv, level)]
     if not matches:

@@ -229,7 +229,7 @@ def equal_width_totals(p: np.ndarray, labels: np.ndarray, confidence: str, n_bin
 
 
 def _check_binary(probs: object) -> None:
-    shape = np.shape(probs)
+    shape = np.shape(probs)  # type: ignore[call-overload]   # any array-like
     if len(shape) == 2 and shape[1] != 2:
         raise InvalidInputError(
             f"confidence='positive_class' needs binary probabilities (K = 2), got K = {shape[1]}"
@@ -432,6 +432,8 @@ def classwise_ece(probs: object, y: object, n_bins: int = 15) -> float:
         sums = s if sums is None else sums.merged(s)
         n += p.shape[0]
         n_classes = p.shape[1]
+    # validated_blocks yields at least one block (it rejects empty input)
+    assert count is not None and sums is not None and outcome is not None
     return float(np.mean(classwise_errors(count, sums.values(), outcome, n, n_classes)))
 
 
