@@ -160,7 +160,7 @@ def test_classification_data(field, value):
 # -- the predictive engine -------------------------------------------------------------
 
 @SETTINGS
-@given(key=st.sampled_from(list(SPEC.param_shapes()) + [None]), value=junk,
+@given(key=st.sampled_from([*list(SPEC.param_shapes()), None]), value=junk,
        use_anchor=st.booleans())
 def test_predict_proba_draws_and_summarize_with_bad_draws(key, value, use_anchor):
     draws = value if key is None else {**DRAWS, key: value}

@@ -86,7 +86,7 @@ def test_p_true_equals_brute_force_mixture_posterior():
     v = data.meta["visible_abundance"][rows, cols]
     c = data.meta["component"][rows, cols]
     cells = {}
-    for key in zip(v, c, data.y_test):
+    for key in zip(v, c, data.y_test, strict=True):
         cells[key] = cells.get(key, 0) + 1
     n_test = data.n_test
     # Pixels that are most informative: all uncertain ones plus a few others.

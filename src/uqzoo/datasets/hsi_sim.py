@@ -242,12 +242,12 @@ def _layout(size: int, n_targets: int, radius: tuple[float, float],
     occlusion = np.zeros((size, size))
     centres = rng.uniform(0, size, size=(n_targets, 2))
     radii = rng.uniform(radius[0], radius[1], size=n_targets)
-    n_levels = int(round(max_occlusion / OCCLUSION_STEP))
+    n_levels = round(max_occlusion / OCCLUSION_STEP)
     is_occluded = rng.random(n_targets) < occluded_fraction
     levels = rng.integers(1, n_levels + 1, size=n_targets) if n_levels > 0 else \
         np.zeros(n_targets, dtype=np.int64)
     disc_occlusion = np.where(is_occluded, levels * OCCLUSION_STEP, 0.0)
-    for (r0, c0), rad, occ in zip(centres, radii, disc_occlusion):
+    for (r0, c0), rad, occ in zip(centres, radii, disc_occlusion, strict=True):
         lo_r, hi_r = max(0, int((r0 - rad) * k)), min(size * k, int(np.ceil((r0 + rad) * k)) + 1)
         lo_c, hi_c = max(0, int((c0 - rad) * k)), min(size * k, int(np.ceil((c0 + rad) * k)) + 1)
         if lo_r >= hi_r or lo_c >= hi_c:
