@@ -83,8 +83,15 @@ _mappings = st.sampled_from([{}, {"a": 1}, {"layers.0.weight": np.zeros(3)}])
 junk = st.one_of(_scalars, _arrays(), _ragged, _mappings)
 
 
+# Fields documented to hold ±inf on purpose: a detection threshold of +inf
+# means "declare nothing" (the first point of a ROC curve, as in scikit-learn's
+# roc_curve), and is the threshold of a Pd at a false-alarm rate no finite
+# threshold reaches.
+_INFINITE_BY_DESIGN = frozenset({"threshold", "thresholds"})
+
+
 def _all_finite(value, seen=None) -> bool:
-    """True when every number reachable in ``value`` is finite."""
+    """True when every number reachable in ``value`` is finite (but documented ±inf)."""
     seen = set() if seen is None else seen
     if id(value) in seen:
         return True
@@ -94,7 +101,8 @@ def _all_finite(value, seen=None) -> bool:
     if isinstance(value, (float, np.floating)):
         return math.isfinite(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return all(_all_finite(getattr(value, f.name), seen) for f in dataclasses.fields(value))
+        return all(_all_finite(getattr(value, f.name), seen) for f in dataclasses.fields(value)
+                   if f.name not in _INFINITE_BY_DESIGN)
     if isinstance(value, dict):
         return all(_all_finite(v, seen) for v in value.values())
     if isinstance(value, (tuple, list)):
