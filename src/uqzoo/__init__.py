@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "methods": "uqzoo.methods",
     "metrics": "uqzoo.metrics",
     "plots": "uqzoo.plots",
+    "study": "uqzoo.study",
     "Comparison": "uqzoo.compare",
     "compare": "uqzoo.compare",
     "ClassificationData": "uqzoo.datasets",
@@ -84,7 +85,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from uqzoo import datasets, detectors, methods, metrics, plots
+    from uqzoo import datasets, detectors, methods, metrics, plots, study
     from uqzoo.compare import Comparison, compare
     from uqzoo.datasets import ClassificationData
     from uqzoo.errors import (

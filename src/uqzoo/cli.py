@@ -411,6 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("datasets", help="list dataset names").set_defaults(func=_cmd_datasets)
     sub.add_parser("methods", help="list methods and their options").set_defaults(
         func=_cmd_methods)
+
+    from uqzoo.study.cli import add_study_parser  # study run | status | export
+    add_study_parser(sub)
     return parser
 
 

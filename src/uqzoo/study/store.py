@@ -1,0 +1,454 @@
+"""The study store: one SQLite file, written only by the driver.
+
+Tables
+------
+``tasks``
+    One row per planned task, ``task_id`` the primary key: its labels
+    (study, dataset, setting, method, variant, replicate), seeds, ``status``
+    (``pending``, ``done`` or ``failed``), ``attempts``, the worker and its
+    timings, the task-level metrics (:data:`TASK_METRICS`), the error and
+    traceback of a failed task, and JSON columns: ``config_json`` (the task's
+    settings, as hashed into its id), ``fit_config_json`` (the method's full
+    config, defaults included), ``versions_json`` (the worker's packages),
+    ``diagnostics_json``, ``warnings_json`` and ``report_json`` (every headline
+    number of ``EvalReport.to_dict()``).
+``levels``
+    One row per task and credible level, primary key ``(task_id, level)``:
+    :data:`LEVEL_METRICS` (coverage, interval width, High Confidence Set).
+``studies``
+    Each study file planned into the store, by the SHA-256 of its text, with
+    the text itself.
+``runs``
+    One row per ``run()``: when, where, which executor, how many tasks.
+
+Guarantees
+----------
+The file is in WAL mode with ``synchronous=FULL``; each finished task is one
+transaction (its ``tasks`` row and its ``levels`` rows together), so a driver
+killed at any moment, even by SIGKILL, leaves every finished task complete
+and no task half-written. A second run does only what is not ``done``
+(``retry_failed`` adds the failed tasks). Readers (``load``, ``uqzoo study
+status``) may read while a run writes. One run at a time: ``run()`` holds an
+advisory lock on ``<store>.lock`` (released by the operating system when the
+driver dies, so a killed run never blocks the next).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from uqzoo._validation import _show
+from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, OutputPathError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from uqzoo.study.studyfile import Study, Task
+
+__all__ = ["LEVEL_METRICS", "STATUSES", "TASK_METRICS", "Store", "load", "status_counts"]
+
+SCHEMA_VERSION = 1
+# PRAGMA application_id: "uqzs" in ASCII, so a store is recognisable as one.
+APPLICATION_ID = 0x75717A73
+STATUSES = ("pending", "done", "failed")
+
+LABELS = ("study", "dataset", "setting", "method", "variant", "replicate", "seed",
+          "data_seed")
+# Task-level metrics (one value per task); *_se are the evaluator's standard errors.
+TASK_METRICS = ("accuracy", "accuracy_se", "balanced_accuracy", "brier", "nll", "ece",
+                "adaptive_ece", "aurc", "mean_predictive_entropy",
+                "mean_predictive_entropy_se", "mean_mutual_information",
+                "mean_mutual_information_se", "detection_auroc", "detection_auroc_se",
+                "num_draws", "converged", "eval_failed")
+# Metrics per credible level.
+LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se",
+                 "hcs_size", "hcs_proportion", "hcs_accuracy", "hcs_accuracy_se",
+                 "hcs_missed_targets")
+TIMINGS = ("started", "finished", "load_seconds", "fit_seconds", "eval_seconds",
+           "task_seconds")
+_JSON_COLUMNS = ("fit_config_json", "versions_json", "diagnostics_json", "warnings_json",
+                 "report_json")
+
+_SCHEMA = f"""
+CREATE TABLE studies (
+    sha256 TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    path TEXT NOT NULL,
+    source TEXT NOT NULL,
+    planned REAL NOT NULL
+);
+CREATE TABLE runs (
+    run_id INTEGER PRIMARY KEY,
+    study TEXT NOT NULL,
+    executor TEXT NOT NULL,
+    workers INTEGER,
+    address TEXT,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started REAL NOT NULL,
+    finished REAL,
+    n_todo INTEGER NOT NULL,
+    n_done INTEGER NOT NULL DEFAULT 0,
+    n_failed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE tasks (
+    task_id TEXT PRIMARY KEY,
+    study TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    setting TEXT NOT NULL,
+    method TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    replicate INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    data_seed INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    run_id INTEGER,
+    worker TEXT,
+    {", ".join(f"{c} REAL" for c in TIMINGS)},
+    {", ".join(f"{c} REAL" for c in TASK_METRICS)},
+    eval_flags TEXT,
+    error TEXT,
+    config_json TEXT NOT NULL,
+    {", ".join(f"{c} TEXT" for c in _JSON_COLUMNS)},
+    traceback TEXT
+);
+CREATE INDEX tasks_status ON tasks (status);
+CREATE TABLE levels (
+    task_id TEXT NOT NULL REFERENCES tasks (task_id),
+    level REAL NOT NULL,
+    {", ".join(f"{c} REAL" for c in LEVEL_METRICS)},
+    PRIMARY KEY (task_id, level)
+) WITHOUT ROWID;
+"""
+
+
+def _as_path(path: object, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidTypeError(f"{what} must be a path (str or os.PathLike), got {_show(path)}")
+    return Path(os.fspath(path))
+
+
+def _json(value: object) -> str:
+    """Strict JSON: NaN and infinities become null (SQLite's JSON reads no NaN)."""
+    def clean(v: object) -> object:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, Mapping):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+    return json.dumps(clean(value), sort_keys=True, allow_nan=False, default=str)
+
+
+def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
+    """Open (or create) a store; checks that an existing file is one."""
+    exists = path.exists()
+    if not exists and not create:
+        raise FileFormatError(f"{what} {str(path)!r}: no such store")
+    if exists and not path.is_file():
+        raise OutputPathError(f"{what} {str(path)!r} is not a file")
+    if not exists and not path.parent.is_dir():
+        raise OutputPathError(f"{what} {str(path)!r}: its folder {str(path.parent)!r} does "
+                              "not exist")
+    try:
+        con = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise OutputPathError(f"{what} {str(path)!r}: cannot open: {exc}") from None
+    try:
+        app_id = con.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if app_id == 0 and not tables:
+            if not create:
+                raise FileFormatError(f"{what} {str(path)!r} is an empty file, not a uqzoo "
+                                      "study store")
+            # One script, one transaction: a store is created whole or not at all.
+            con.executescript("BEGIN;" + _SCHEMA + f"PRAGMA application_id = {APPLICATION_ID};"
+                              f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+        elif app_id != APPLICATION_ID:
+            raise FileFormatError(f"{what} {str(path)!r} is an SQLite file but not a uqzoo "
+                                  "study store")
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            raise FileFormatError(f"{what} {str(path)!r} has store format {version}; this "
+                                  f"uqzoo reads format {SCHEMA_VERSION}")
+        con.execute("PRAGMA journal_mode = WAL")
+        # FULL: each finished task is on disk when its commit returns (one fsync per
+        # task of seconds: negligible), so even a power cut loses no finished task.
+        con.execute("PRAGMA synchronous = FULL")
+        con.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise FileFormatError(f"{what} {str(path)!r} is not a uqzoo study store: {exc}") \
+            from None
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@contextlib.contextmanager
+def _transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+class Store:
+    """A study store opened for writing by the driver (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file; created with its schema when missing.
+    """
+
+    def __init__(self, path: object, *, what: str = "store") -> None:
+        self.path = _as_path(path, what)
+        self._what = what
+        self._con: sqlite3.Connection | None = None
+        self._lock: Any = None
+
+    # -- opening and closing ------------------------------------------------------------
+    def open(self) -> Store:
+        """Open the file and take the run lock; raises if another run holds it."""
+        if not self.path.parent.is_dir():
+            raise OutputPathError(f"{self._what} {str(self.path)!r}: its folder "
+                                  f"{str(self.path.parent)!r} does not exist")
+        # The lock first: two runs starting at once must not both create the schema.
+        self._lock = _take_lock(self.path, self._what)
+        try:
+            self._con = _connect(self.path, create=True, what=self._what)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+        if self._lock is not None:
+            self._lock.close()             # releases the lock
+            self._lock = None
+
+    def __enter__(self) -> Store:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def con(self) -> sqlite3.Connection:
+        if self._con is None:
+            raise RuntimeError("Store is not open; use it as a context manager")
+        return self._con
+
+    # -- writing --------------------------------------------------------------------------
+    def plan(self, study: Study, tasks: Sequence[Task]) -> None:
+        """Record the study file and its tasks as pending (existing tasks are kept)."""
+        rows = [(t.id, t.study, t.dataset, t.setting, t.method, t.variant, t.replicate,
+                 t.seed, t.data_seed, t.config_json) for t in tasks]
+        with _transaction(self.con) as con:
+            con.execute("INSERT OR IGNORE INTO studies VALUES (?, ?, ?, ?, ?)",
+                        (study.sha256, study.name, str(study.path), study.source, time.time()))
+            con.executemany(
+                "INSERT OR IGNORE INTO tasks (task_id, study, dataset, setting, method, "
+                "variant, replicate, seed, data_seed, config_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def todo(self, tasks: Sequence[Task], *, retry_failed: bool = False) -> list[Task]:
+        """The tasks of ``tasks`` still to run: pending ones, and failed ones on retry."""
+        wanted = ("pending", "failed") if retry_failed else ("pending",)
+        marks = ", ".join("?" * len(wanted))
+        status = dict(self.con.execute(
+            f"SELECT task_id, status FROM tasks WHERE status IN ({marks})", wanted))
+        return [t for t in tasks if t.id in status]
+
+    def start_run(self, study: str, executor: str, workers: int | None,
+                  address: str | None, n_todo: int) -> int:
+        with _transaction(self.con) as con:
+            cursor = con.execute(
+                "INSERT INTO runs (study, executor, workers, address, host, pid, started, "
+                "n_todo) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (study, executor, workers, address, socket.gethostname(), os.getpid(),
+                 time.time(), n_todo))
+            return int(cursor.lastrowid or 0)
+
+    def finish_run(self, run_id: int, n_done: int, n_failed: int) -> None:
+        with _transaction(self.con) as con:
+            con.execute("UPDATE runs SET finished = ?, n_done = ?, n_failed = ? "
+                        "WHERE run_id = ?", (time.time(), n_done, n_failed, run_id))
+
+    def record(self, result: Mapping[str, Any], run_id: int | None = None) -> None:
+        """Write one finished task (done or failed) in one transaction."""
+        task_id = result["task_id"]
+        status = result["status"]
+        if status not in ("done", "failed"):
+            raise InvalidInputError(f"result status must be 'done' or 'failed', got "
+                                    f"{status!r}")
+        metrics = result.get("metrics") or {}
+        timings = result.get("timings") or {}
+        values: dict[str, Any] = {
+            "status": status, "run_id": run_id, "worker": result.get("worker"),
+            **{c: _real(timings.get(c)) for c in TIMINGS},
+            **{c: _real(metrics.get(c)) for c in TASK_METRICS},
+            "eval_flags": metrics.get("eval_flags"),
+            "error": result.get("error"), "traceback": result.get("traceback"),
+            "fit_config_json": _json_or_null(result.get("fit_config")),
+            "versions_json": _json_or_null(result.get("versions")),
+            "diagnostics_json": _json_or_null(result.get("diagnostics")),
+            "warnings_json": _json_or_null(result.get("warnings")),
+            "report_json": _json_or_null(result.get("report")),
+        }
+        assignments = ", ".join(f"{c} = ?" for c in values)
+        level_rows = [(task_id, float(row["level"]), *(_real(row.get(c)) for c in LEVEL_METRICS))
+                      for row in result.get("levels") or ()]
+        with _transaction(self.con) as con:
+            cursor = con.execute(
+                f"UPDATE tasks SET attempts = attempts + 1, {assignments} WHERE task_id = ?",
+                (*values.values(), task_id))
+            if cursor.rowcount != 1:
+                raise InvalidInputError(f"task {task_id!r} was not planned in this store")
+            con.execute("DELETE FROM levels WHERE task_id = ?", (task_id,))
+            con.executemany(
+                f"INSERT INTO levels VALUES ({', '.join('?' * (2 + len(LEVEL_METRICS)))})",
+                level_rows)
+
+    def counts(self, study: str | None = None) -> dict[str, int]:
+        return status_counts(self.con, study)
+
+
+def _real(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    value = float(value)            # type: ignore[arg-type]
+    return value if math.isfinite(value) else None
+
+
+def _json_or_null(value: object) -> str | None:
+    return None if value is None else _json(value)
+
+
+def _take_lock(path: Path, what: str) -> Any:
+    """An exclusive advisory lock on ``<store>.lock`` (POSIX flock; a no-op elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:                                  # not POSIX: no lock
+        return None
+    lock_path = path.with_name(path.name + ".lock")
+    handle = open(lock_path, "a")          # held (and the lock with it) until close()
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise OutputPathError(f"{what} {str(path)!r} is being written by another study run "
+                              f"(it holds {lock_path.name}); wait for it or stop it") from None
+    return handle
+
+
+def status_counts(con: sqlite3.Connection, study: str | None = None) -> dict[str, int]:
+    """Tasks per status (every status present, zero when none)."""
+    where, args = ("WHERE study = ?", (study,)) if study is not None else ("", ())
+    counts = dict.fromkeys(STATUSES, 0)
+    counts.update(dict(con.execute(f"SELECT status, COUNT(*) FROM tasks {where} "
+                                   "GROUP BY status", args)))
+    return counts
+
+
+def open_for_reading(path: object, what: str = "store") -> sqlite3.Connection:
+    """A connection to an existing store, for reading."""
+    return _connect(_as_path(path, what), create=False, what=what)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+_TASK_COLUMNS = ("task_id", *LABELS, "status", "attempts", *TASK_METRICS, "eval_flags",
+                 *TIMINGS, "worker", "error")
+
+
+def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame:
+    """The results of a study store as a tidy DataFrame: one row per task and level.
+
+    Parameters
+    ----------
+    store : str or os.PathLike
+        A store written by :func:`uqzoo.study.run`.
+    status : str or iterable of str
+        Which tasks: ``"done"`` (default), ``"failed"``, ``"pending"``, several
+        of them, or ``"all"``. Tasks without level rows (failed, pending) get
+        one row with ``level`` NaN.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns: ``task_id``, the labels (``study, dataset, setting, method,
+        variant, replicate, seed, data_seed``), ``status``, ``attempts``,
+        ``level`` and the per-level metrics (``coverage``, ``coverage_se``,
+        ``interval_width``, ``interval_width_se``, ``hcs_size``,
+        ``hcs_proportion``, ``hcs_accuracy``, ``hcs_accuracy_se``,
+        ``hcs_missed_targets``), then the task-level metrics repeated on each of
+        the task's rows (``accuracy``, ``ece``, ``brier``, ``nll``, ...,
+        ``num_draws``, ``converged``), the timings (``fit_seconds``,
+        ``task_seconds``, ...), ``worker`` and ``error``. ``*_se`` columns
+        are the evaluator's standard errors within one task; across replicates
+        see :func:`uqzoo.study.summarize`.
+
+    Example
+    -------
+    >>> import uqzoo as uz
+    >>> df = uz.study.load("results.sqlite")                 # doctest: +SKIP
+    >>> df.groupby(["method", "level"]).coverage.mean()      # doctest: +SKIP
+    """
+    import numpy as np
+    import pandas as pd
+
+    wanted: tuple[str, ...]
+    if isinstance(status, str):
+        wanted = STATUSES if status == "all" else (status,)
+    else:
+        wanted = tuple(status)
+    for s in wanted:
+        if s not in STATUSES:
+            raise InvalidInputError(f"status must be 'all' or among {', '.join(STATUSES)}; "
+                                    f"got {_show(s)}")
+    con = open_for_reading(store)
+    try:
+        marks = ", ".join("?" * len(wanted))
+        cursor = con.execute(f"SELECT {', '.join(_TASK_COLUMNS)} FROM tasks "
+                             f"WHERE status IN ({marks}) ORDER BY rowid", wanted)
+        tasks = pd.DataFrame.from_records(cursor.fetchall(), columns=list(_TASK_COLUMNS))
+        level_columns = ("task_id", "level", *LEVEL_METRICS)
+        if set(wanted) == {"pending"}:
+            rows: list = []
+        else:
+            rows = con.execute(f"SELECT {', '.join(level_columns)} FROM levels "
+                               "ORDER BY task_id, level").fetchall()
+        levels = pd.DataFrame.from_records(rows, columns=list(level_columns))
+    finally:
+        con.close()
+    for column in (*LEVEL_METRICS, "level"):
+        levels[column] = levels[column].astype(np.float64)
+    for column in (*TASK_METRICS, *TIMINGS):
+        tasks[column] = tasks[column].astype(np.float64)
+    for column in ("converged", "eval_failed"):
+        tasks[column] = tasks[column].map({1.0: True, 0.0: False}).astype("boolean")
+    frame = tasks.merge(levels, on="task_id", how="left", sort=False)
+    front = ["task_id", *LABELS, "status", "attempts", "level", *LEVEL_METRICS]
+    return frame[front + [c for c in frame.columns if c not in front]]

@@ -1,0 +1,670 @@
+"""Study files: TOML read, validated before anything runs, and expanded into tasks.
+
+A study file names the data-generating settings, the methods, the network and
+the replicates::
+
+    [study]
+    name = "small"              # default: the file's stem
+    replicates = 3              # default 1
+    levels = [0.5, 0.8, 0.9, 0.95]
+    delta = 0.2                 # High Confidence Set threshold
+    seed = 0                    # changes every replicate's data and every fit
+
+    [spec]                      # uz.MLPSpec without in_features / n_classes
+    hidden = [10, 10]
+    activation = "tanh"
+
+    [[datasets]]
+    name = "sim-teacher"                        # uz.datasets.names()
+    options = { n_test = 2000 }                 # fixed options
+    grid = { p = [2, 5], n_train = [200, 1000] }  # every combination
+
+    [[methods]]
+    name = "ensemble"                           # uz.methods.names()
+    config = { num_epochs = 200 }
+    grid = { num_members = [5, 10] }
+    label = "ensemble"                          # default: the name
+
+``options``/``config`` hold fixed values and ``grid`` lists the values to
+cross, so an option whose value is itself a list (``radius = [0.3, 3.0]``)
+is never mistaken for a grid. A data set's ``seed`` is not an option here:
+each replicate draws its own data (see :class:`Task`).
+
+Everything is checked before a task runs: unknown keys, wrong types, empty
+grids, unknown methods or data sets, a key given twice (in the TOML, or in
+both ``options`` and ``grid``), two entries that give the same task. Every
+method configuration of the grid is built with ``uz.methods.make_config``, so
+a bad hyper-parameter fails here and not hours into a run; data-set options
+are checked against the type of their default, and in full by the loader when
+the task runs. Errors name the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from uqzoo._validation import DEFAULT_LEVELS, _show
+from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, UqzooError
+
+__all__ = ["Study", "Task", "expand", "read_study"]
+
+DEFAULT_DELTA = 0.2
+
+_TOP_KEYS = ("study", "spec", "datasets", "methods")
+_STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed")
+_SPEC_KEYS = ("hidden", "activation", "prior_scale", "dropout")
+_ENTRY_KEYS = ("name", "label", "options", "grid")
+_METHOD_KEYS = ("name", "label", "config", "grid")
+# Data-set options the runner sets itself: the data seed comes from the task, and
+# a worker has no terminal for a progress bar.
+_RUNNER_OPTIONS = ("seed", "progress_bar")
+# Seeds fit in 31 bits: every backend (numpy, torch, JAX keys) takes them as is.
+_SEED_BITS = 31
+# Task ids are the first 16 hex digits (64 bits) of a SHA-256: among a million
+# tasks the chance that two share an id is 3e-8, and expand() checks anyway.
+_ID_HEX = 16
+
+
+def _where(path: Path, key: str) -> str:
+    return f"{path.name}: {key}" if key else path.name
+
+
+def _allowed(keys: Sequence[str]) -> str:
+    return ", ".join(keys)
+
+
+def _check_keys(table: Mapping, allowed: Sequence[str], path: Path, key: str,
+                what: str) -> None:
+    for name in table:
+        if name not in allowed:
+            where = f"{key}.{name}" if key else name
+            raise InvalidInputError(
+                f"{_where(path, where)}: unknown key in {what}; allowed: {_allowed(allowed)}")
+
+
+def _check_table(value: object, path: Path, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise InvalidTypeError(
+            f"{_where(path, key)}: must be a table ({{ key = value, ... }}), got "
+            f"{_show(value)}")
+    return value
+
+
+def _type_name(value: object) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _check_str(value: object, path: Path, key: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{_where(path, key)}: must be a string, got "
+                               f"{_type_name(value)} {_show(value)}")
+    return value
+
+
+def _check_int(value: object, path: Path, key: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{_where(path, key)}: must be an integer, got "
+                               f"{_type_name(value)} {_show(value)}")
+    if value < minimum:
+        raise InvalidInputError(f"{_where(path, key)}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _check_number(value: object, path: Path, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidTypeError(f"{_where(path, key)}: must be a number, got "
+                               f"{_type_name(value)} {_show(value)}")
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{_where(path, key)}: must be finite, got {value}")
+    return float(value)
+
+
+# -- reading the TOML -------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_ASSIGN = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-]+)\s*=""")
+
+
+def _duplicate_key(text: str) -> tuple[str, int] | None:
+    """(key, line) of the first key assigned twice in one table, for tomllib's
+    "Cannot overwrite a value", which does not say which key."""
+    seen: set[tuple[str, str]] = set()
+    table = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            table = f"{header.group(1)}#{number}" if line.lstrip().startswith("[[") \
+                else header.group(1)
+            continue
+        assign = _ASSIGN.match(line)
+        if assign:
+            name = assign.group(1).strip("\"'")
+            if (table, name) in seen:
+                return (f"{table.split('#')[0]}.{name}" if table else name), number
+            seen.add((table, name))
+    return None
+
+
+def _read_toml(path: Path) -> tuple[dict, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such study file") from None
+    except IsADirectoryError:
+        raise FileFormatError(f"{path}: is a folder, not a study file (.toml)") from None
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"{path}: not a text (UTF-8) study file: {exc}") from None
+    except OSError as exc:
+        raise FileFormatError(f"{path}: cannot read the study file: {exc.strerror}") from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        duplicate = _duplicate_key(text) if "overwrite" in message else None
+        if duplicate is not None:
+            key, line = duplicate
+            raise FileFormatError(
+                f"{path.name}: {key}: key given twice (line {line}); each key may be set "
+                "once per table") from None
+        if "twice" in message or "Duplicate" in message:
+            raise FileFormatError(f"{path.name}: a key or table given twice: {message}") \
+                from None
+        raise FileFormatError(f"{path.name}: not valid TOML: {message}") from None
+
+
+# -- the parts of a study ----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """One ``[[datasets]]`` or ``[[methods]]`` entry, validated.
+
+    ``fixed`` and ``grid`` are JSON-ready (lists, not tuples); ``grid`` keeps
+    the keys sorted so that its combinations, and hence labels, do not depend
+    on the order of the file.
+    """
+
+    kind: str                      # "datasets" or "methods"
+    index: int
+    name: str
+    label: str
+    fixed: dict[str, Any]
+    grid: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}[{self.index}]"
+
+    def combinations(self) -> list[tuple[dict[str, Any], str]]:
+        """Every (options, setting label) of the grid, labels like ``"n_train=200, p=5"``."""
+        keys = [k for k, _ in self.grid]
+        out = []
+        for values in itertools.product(*(v for _, v in self.grid)):
+            combo = dict(zip(keys, values, strict=True))
+            label = ", ".join(f"{k}={_label_value(v)}" for k, v in combo.items())
+            out.append(({**self.fixed, **combo}, label))
+        return out
+
+
+def _label_value(value: object) -> str:
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def _normalise(value: object, path: Path, key: str) -> Any:
+    """A TOML value as canonical JSON data (no dates, no NaN)."""
+    if isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{_where(path, key)}: must be finite, got {value}")
+        return value
+    if isinstance(value, list):
+        return [_normalise(v, path, f"{key}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _normalise(v, path, f"{key}.{k}") for k, v in value.items()}
+    raise InvalidTypeError(f"{_where(path, key)}: {type(value).__name__} values are not "
+                           f"allowed in a study file, got {_show(value)}")
+
+
+def _check_dataset_value(value: Any, default: object, path: Path, key: str) -> Any:
+    """Check a data-set option against the type of its default; ints become floats
+    where the default is a float, so ``1`` and ``1.0`` give the same task."""
+    if default is None:
+        return value
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+        expected = "a boolean"
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        expected = "an integer"
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        expected = "a number"
+        if ok:
+            value = float(value)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+        expected = "a string"
+    elif isinstance(default, (tuple, list)):
+        ok = isinstance(value, list) and len(value) == len(default)
+        expected = f"an array of {len(default)} values"
+        if ok:
+            value = [_check_dataset_value(v, d, path, f"{key}[{i}]")
+                     for i, (v, d) in enumerate(zip(value, default, strict=True))]
+    else:
+        return value
+    if not ok:
+        raise InvalidTypeError(f"{_where(path, key)}: must be {expected} (its default is "
+                               f"{default!r}), got {_type_name(value)} {_show(value)}")
+    return value
+
+
+def _field_types(config_cls: type) -> dict[str, str]:
+    return {f.name: str(f.type) for f in dataclasses.fields(config_cls)}
+
+
+def _check_method_value(value: Any, annotation: str | None) -> Any:
+    """Ints become floats for float fields, so ``1`` and ``1.0`` give the same task."""
+    if annotation is None or isinstance(value, bool) or not isinstance(value, int):
+        return value
+    parts = {p.strip() for p in annotation.split("|")}
+    return float(value) if "float" in parts and "int" not in parts else value
+
+
+def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
+    from uqzoo import datasets
+    from uqzoo import methods as registry
+
+    key = f"{kind}[{index}]"
+    table = _check_table(raw, path, key)
+    allowed_keys = _ENTRY_KEYS if kind == "datasets" else _METHOD_KEYS
+    _check_keys(table, allowed_keys, path, key, f"a [[{kind}]] entry")
+    if "name" not in table:
+        raise InvalidInputError(f"{_where(path, key)}: missing key 'name'")
+    name = _check_str(table["name"], path, f"{key}.name")
+    known = datasets.names() if kind == "datasets" else registry.names()
+    if name not in known:
+        what = "data set" if kind == "datasets" else "method"
+        raise InvalidInputError(
+            f"{_where(path, key + '.name')}: unknown {what} {name!r}; allowed: "
+            f"{_allowed(known)}")
+    label = _check_str(table.get("label", name), path, f"{key}.label")
+    if not label.strip():
+        raise InvalidInputError(f"{_where(path, key + '.label')}: must not be empty")
+    fixed_key = "options" if kind == "datasets" else "config"
+    fixed = _normalise(_check_table(table.get(fixed_key, {}), path, f"{key}.{fixed_key}"),
+                       path, f"{key}.{fixed_key}")
+    grid_raw = _normalise(_check_table(table.get("grid", {}), path, f"{key}.grid"),
+                          path, f"{key}.grid")
+
+    if kind == "datasets":
+        defaults = datasets.options(name)
+        allowed = [k for k in defaults if k not in _RUNNER_OPTIONS]
+
+        def check(option: str, value: Any, where: str) -> Any:
+            if option in _RUNNER_OPTIONS:
+                raise InvalidInputError(
+                    f"{_where(path, where)}: set by the study runner (each replicate "
+                    f"draws its own data), not by the study file; allowed: "
+                    f"{_allowed(allowed)}")
+            if option not in defaults:
+                raise InvalidInputError(
+                    f"{_where(path, where)}: unknown option of data set {name!r}; "
+                    f"allowed: {_allowed(allowed)}")
+            return _check_dataset_value(value, defaults[option], path, where)
+    else:
+        types = _field_types(registry.get(name).Config)
+        allowed = list(types)
+
+        def check(option: str, value: Any, where: str) -> Any:
+            if option not in types:
+                raise InvalidInputError(
+                    f"{_where(path, where)}: unknown option of method {name!r}; "
+                    f"allowed: {_allowed(allowed)}")
+            return _check_method_value(value, types[option])
+
+    fixed = {k: check(k, v, f"{key}.{fixed_key}.{k}") for k, v in fixed.items()}
+    grid: list[tuple[str, tuple[Any, ...]]] = []
+    for option in sorted(grid_raw):
+        values = grid_raw[option]
+        where = f"{key}.grid.{option}"
+        if option in fixed:
+            raise InvalidInputError(
+                f"{_where(path, where)}: {option!r} is given twice, in {fixed_key} and in "
+                f"grid; give it in one of them")
+        if not isinstance(values, list):
+            raise InvalidTypeError(
+                f"{_where(path, where)}: a grid lists the values to try, e.g. "
+                f"{option} = [1, 2]; got {_type_name(values)} {_show(values)}")
+        if not values:
+            raise InvalidInputError(f"{_where(path, where)}: empty grid; list at least one "
+                                    "value")
+        checked = tuple(check(option, v, f"{where}[{i}]") for i, v in enumerate(values))
+        texts = [json.dumps(v, sort_keys=True) for v in checked]
+        if len(set(texts)) != len(texts):
+            repeated = next(v for v in texts if texts.count(v) > 1)
+            raise InvalidInputError(f"{_where(path, where)}: lists {repeated} twice")
+        grid.append((option, checked))
+    entry = _Entry(kind, index, name, label, fixed, tuple(grid))
+    if kind == "methods":
+        for combo, _ in entry.combinations():
+            try:
+                registry.make_config(name, **combo)
+            except UqzooError as exc:
+                raise type(exc)(f"{_where(path, key)} ({name}, {_show(combo, 120)}): "
+                                f"{exc}") from None
+    return entry
+
+
+def _read_spec(raw: object, path: Path) -> dict[str, Any]:
+    from uqzoo.spec import MLPSpec
+
+    table = _check_table(raw, path, "spec")
+    for name in table:
+        if name in ("in_features", "n_classes"):
+            raise InvalidInputError(
+                f"{_where(path, 'spec.' + name)}: set by each data set, not by the study "
+                f"file; allowed: {_allowed(_SPEC_KEYS)}")
+    _check_keys(table, _SPEC_KEYS, path, "spec", "[spec]")
+    spec = dict(table)
+    if "hidden" in spec:
+        hidden = spec["hidden"]
+        if not isinstance(hidden, list) or any(isinstance(h, bool) or not isinstance(h, int)
+                                               for h in hidden):
+            raise InvalidTypeError(f"{_where(path, 'spec.hidden')}: must be an array of "
+                                   f"integer widths like [10, 10], got {_show(hidden)}")
+    if "activation" in spec:
+        _check_str(spec["activation"], path, "spec.activation")
+    for name in ("prior_scale", "dropout"):
+        if name in spec:
+            spec[name] = _check_number(spec[name], path, f"spec.{name}")
+    try:
+        options: dict[str, Any] = {k: tuple(v) if k == "hidden" else v for k, v in spec.items()}
+        made = MLPSpec(1, 2, **options)
+    except UqzooError as exc:
+        raise type(exc)(f"{_where(path, 'spec')}: {exc}") from None
+    return {"hidden": list(made.hidden), "activation": made.activation,
+            "prior_scale": float(made.prior_scale), "dropout": float(made.dropout)}
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+def _canonical(data: object) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def _derive_seed(purpose: str, text: str) -> int:
+    digest = hashlib.sha256(f"uqzoo-study/{purpose}\0{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - _SEED_BITS)
+
+
+def task_id(config: Mapping[str, Any]) -> str:
+    """The stable id of a task: SHA-256 of its canonical JSON config, 16 hex digits."""
+    return hashlib.sha256(_canonical(config).encode()).hexdigest()[:_ID_HEX]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One fit and evaluation of a study: frozen, with a stable id and seeds.
+
+    Attributes
+    ----------
+    id : str
+        16 hex digits of the SHA-256 of ``config_json``: the same settings give
+        the same id in any file, order or process.
+    seed : int
+        Seed of the fit, derived from ``id``.
+    data_seed : int
+        Seed of the data set (its ``seed`` option), derived from the data
+        setting, the replicate and the study seed only, not from the method:
+        every method of one replicate sees the same data (common random
+        numbers), so differences between methods are not data noise.
+    study : str
+        The study's name (not part of the id).
+    dataset, setting : str
+        The data set's label and its grid values (``"n_train=200, p=5"``;
+        empty without a grid).
+    method, variant : str
+        The method's label and its grid values.
+    replicate : int
+    config_json : str
+        Canonical JSON of everything :func:`run_task` needs: ``dataset``
+        (``name``, ``options``), ``method`` (``name``, ``config``), ``spec``,
+        ``levels``, ``delta``, ``replicate`` and the study ``seed``.
+    """
+
+    id: str
+    seed: int
+    data_seed: int
+    study: str
+    dataset: str
+    setting: str
+    method: str
+    variant: str
+    replicate: int
+    config_json: str
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], *, study: str = "", dataset: str = "",
+                    setting: str = "", method: str = "", variant: str = "") -> Task:
+        """The task of ``config`` (the layout of ``config_json``), with its id and seeds."""
+        text = _canonical(config)
+        data_part = {"dataset": config["dataset"], "replicate": config["replicate"],
+                     "seed": config["seed"]}
+        return cls(id=task_id(config), seed=_derive_seed("fit", text),
+                   data_seed=_derive_seed("data", _canonical(data_part)), study=study,
+                   dataset=dataset or config["dataset"]["name"], setting=setting,
+                   method=method or config["method"]["name"], variant=variant,
+                   replicate=int(config["replicate"]), config_json=text)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """A fresh copy of the task's configuration (see ``config_json``)."""
+        return json.loads(self.config_json)
+
+    def __repr__(self) -> str:
+        setting = f" [{self.setting}]" if self.setting else ""
+        variant = f" [{self.variant}]" if self.variant else ""
+        return (f"Task({self.id}: {self.method}{variant} on {self.dataset}{setting}, "
+                f"replicate {self.replicate}, seed {self.seed})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A validated study file (see the module docstring for its format).
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    name, description : str
+    replicates : int
+    levels : tuple of float
+    delta : float
+    seed : int
+    spec : dict
+        ``hidden``, ``activation``, ``prior_scale``, ``dropout``.
+    source : str
+        The file's text, kept in the store beside the results.
+    """
+
+    path: Path
+    name: str
+    description: str
+    replicates: int
+    levels: tuple[float, ...]
+    delta: float
+    seed: int
+    spec: dict[str, Any]
+    datasets: tuple[_Entry, ...]
+    methods: tuple[_Entry, ...]
+    source: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def tasks(self) -> list[Task]:
+        """Every task: data sets × settings × methods × variants × replicates.
+
+        Raises InvalidInputError when two entries give the same task.
+        """
+        tasks: list[Task] = []
+        origin: dict[str, str] = {}
+        labelled: dict[tuple[str, str, str, str, int], tuple[_Entry, _Entry]] = {}
+        for data_entry in self.datasets:
+            for options, setting in data_entry.combinations():
+                for method_entry in self.methods:
+                    for config, variant in method_entry.combinations():
+                        for replicate in range(self.replicates):
+                            full = {
+                                "dataset": {"name": data_entry.name, "options": options},
+                                "method": {"name": method_entry.name, "config": config},
+                                "spec": self.spec, "levels": list(self.levels),
+                                "delta": self.delta, "replicate": replicate,
+                                "seed": self.seed,
+                            }
+                            task = Task.from_config(
+                                full, study=self.name, dataset=data_entry.label,
+                                setting=setting, method=method_entry.label, variant=variant)
+                            here = f"{data_entry.key} × {method_entry.key}"
+                            if task.id in origin:
+                                raise InvalidInputError(
+                                    f"{_where(self.path, here)}: gives the same task as "
+                                    f"{origin[task.id]} ({task!r}); remove one")
+                            origin[task.id] = here
+                            # Results are told apart by their labels: two entries with
+                            # one label would be pooled by load() and summarize().
+                            labels = (task.dataset, task.setting, task.method, task.variant,
+                                      replicate)
+                            other_data, other_method = labelled.setdefault(
+                                labels, (data_entry, method_entry))
+                            if other_method is not method_entry:
+                                raise InvalidInputError(
+                                    f"{_where(self.path, method_entry.key + '.label')}: "
+                                    f"{method_entry.label!r} is also the label of "
+                                    f"{other_method.key}; give each entry its own label")
+                            if other_data is not data_entry:
+                                raise InvalidInputError(
+                                    f"{_where(self.path, data_entry.key + '.label')}: "
+                                    f"{data_entry.label!r} is also the label of "
+                                    f"{other_data.key} (setting {setting!r}); give each "
+                                    "entry its own label")
+                            tasks.append(task)
+        return tasks
+
+
+def read_study(path: str | os.PathLike) -> Study:
+    """Read and validate a study file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A TOML file (see :mod:`uqzoo.study.studyfile` for the format).
+
+    Returns
+    -------
+    Study
+
+    Raises
+    ------
+    FileFormatError
+        Missing or unreadable file, invalid TOML, a key given twice.
+    InvalidInputError, InvalidTypeError
+        Unknown keys, methods or data sets, bad values or types, empty grids,
+        two entries giving the same task; the message names the file and key.
+
+    Example
+    -------
+    >>> import pathlib, tempfile
+    >>> import uqzoo as uz
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.toml"
+    >>> _ = path.write_text('''
+    ... [study]
+    ... replicates = 2
+    ... [[datasets]]
+    ... name = "sim-teacher"
+    ... grid = { n_train = [200, 400] }
+    ... [[methods]]
+    ... name = "laplace"
+    ... ''')
+    >>> study = uz.study.read_study(path)
+    >>> study.name, len(study.tasks())
+    ('tiny', 4)
+    """
+    from uqzoo._validation import check_levels
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidTypeError(f"path must be a str or os.PathLike, got {_show(path)}")
+    path = Path(os.fspath(path))
+    raw, text = _read_toml(path)
+    _check_keys(raw, _TOP_KEYS, path, "", "a study file")
+    head = _check_table(raw.get("study", {}), path, "study")
+    _check_keys(head, _STUDY_KEYS, path, "study", "[study]")
+    name = _check_str(head.get("name", path.stem), path, "study.name")
+    if not name.strip():
+        raise InvalidInputError(f"{_where(path, 'study.name')}: must not be empty")
+    description = _check_str(head.get("description", ""), path, "study.description")
+    replicates = _check_int(head.get("replicates", 1), path, "study.replicates", 1)
+    seed = _check_int(head.get("seed", 0), path, "study.seed", 0)
+    levels_raw = head.get("levels", list(DEFAULT_LEVELS))
+    if not isinstance(levels_raw, list) or not levels_raw:
+        raise InvalidTypeError(f"{_where(path, 'study.levels')}: must be a non-empty array of "
+                               f"levels in (0, 1), got {_show(levels_raw)}")
+    for i, level in enumerate(levels_raw):
+        _check_number(level, path, f"study.levels[{i}]")
+    try:
+        levels = check_levels(levels_raw, "levels")
+    except UqzooError as exc:
+        raise type(exc)(f"{_where(path, 'study.levels')}: {exc}") from None
+    delta = _check_number(head.get("delta", DEFAULT_DELTA), path, "study.delta")
+    if not 0 < delta < 0.5:
+        raise InvalidInputError(f"{_where(path, 'study.delta')}: the High Confidence Set "
+                                f"threshold must be in (0, 0.5), got {delta}")
+    spec = _read_spec(raw.get("spec", {}), path)
+    entries: dict[str, tuple[_Entry, ...]] = {}
+    for kind in ("datasets", "methods"):
+        items = raw.get(kind)
+        if items is None:
+            raise InvalidInputError(f"{_where(path, kind)}: missing; a study needs at least "
+                                    f"one [[{kind}]] entry")
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise InvalidTypeError(f"{_where(path, kind)}: must be an array of tables "
+                                   f"([[{kind}]] entries), got {_show(items)}")
+        if not items:
+            raise InvalidInputError(f"{_where(path, kind)}: empty; a study needs at least one "
+                                    f"[[{kind}]] entry")
+        entries[kind] = tuple(_read_entry(item, kind, i, path) for i, item in enumerate(items))
+    study = Study(path=path, name=name, description=description, replicates=replicates,
+                  levels=levels, delta=delta, seed=seed, spec=spec,
+                  datasets=entries["datasets"], methods=entries["methods"], source=text)
+    study.tasks()                     # two entries giving one task fail here, not later
+    return study
+
+
+def expand(path: str | os.PathLike | Study) -> list[Task]:
+    """The tasks of a study file, validated (see :func:`read_study`).
+
+    Example
+    -------
+    >>> import pathlib, tempfile
+    >>> import uqzoo as uz
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.toml"
+    >>> _ = path.write_text('[[datasets]]\\nname = "sim-teacher"\\n'
+    ...                     '[[methods]]\\nname = "laplace"\\n')
+    >>> [task] = uz.study.expand(path)
+    >>> len(task.id), task.method, task.dataset
+    (16, 'laplace', 'sim-teacher')
+    """
+    study = path if isinstance(path, Study) else read_study(path)
+    return study.tasks()
