@@ -177,6 +177,13 @@ def _read_toml(path: Path) -> tuple[dict, str]:
             raise FileFormatError(
                 f"{path.name}: {key}: key given twice (line {line}); each key may be set "
                 "once per table") from None
+        declared = re.match(r"Cannot declare \((.*)\) twice \(at line (\d+)", message)
+        if declared:
+            key = ".".join(part.strip().strip("'\"") for part in declared.group(1).split(",")
+                           if part.strip())
+            raise FileFormatError(
+                f"{path.name}: [{key}]: table given twice (line {declared.group(2)}); "
+                "declare each table once") from None
         if "twice" in message or "Duplicate" in message:
             raise FileFormatError(f"{path.name}: a key or table given twice: {message}") \
                 from None
@@ -349,6 +356,8 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
         if not values:
             raise InvalidInputError(f"{_where(path, where)}: empty grid; list at least one "
                                     "value")
+        if option not in allowed:
+            check(option, values[0], where)              # raises, naming the key
         checked = tuple(check(option, v, f"{where}[{i}]") for i, v in enumerate(values))
         texts = [json.dumps(v, sort_keys=True) for v in checked]
         if len(set(texts)) != len(texts):
@@ -460,9 +469,10 @@ class Task:
                     setting: str = "", method: str = "", variant: str = "") -> Task:
         """The task of ``config`` (the layout of ``config_json``), with its id and seeds."""
         text = _canonical(config)
+        identity = hashlib.sha256(text.encode()).hexdigest()[:_ID_HEX]
         data_part = {"dataset": config["dataset"], "replicate": config["replicate"],
                      "seed": config["seed"]}
-        return cls(id=task_id(config), seed=_derive_seed("fit", text),
+        return cls(id=identity, seed=_derive_seed("fit", identity),
                    data_seed=_derive_seed("data", _canonical(data_part)), study=study,
                    dataset=dataset or config["dataset"]["name"], setting=setting,
                    method=method or config["method"]["name"], variant=variant,
