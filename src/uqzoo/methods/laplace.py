@@ -195,10 +195,24 @@ def logits_and_jacobian(spec: MLPSpec, params: dict[str, torch.Tensor], X: torch
 
 def logit_hessians(log_likelihood_terms: LogLikelihoodTerms, logits: torch.Tensor,
                    y: torch.Tensor) -> torch.Tensor:
-    """Λ_n = −∂² log p(y_n | f_n) / ∂f_n², by autodiff, shape (N, O, O).
+    """Λ_n = −∂² log p(y_n | f_n) / ∂f_n², the likelihood's curvature in the logits.
 
-    Reverse over reverse (``jacrev`` twice), not ``torch.func.hessian``:
-    forward mode is not thread-safe in torch and costs nothing here (O ≤ K).
+    Reverse over reverse (``jacrev`` twice) rather than ``torch.func.hessian``
+    (forward over reverse): torch's forward mode is not thread-safe, and
+    with O ≤ K outputs per row the extra reverse pass costs little.
+
+    Parameters
+    ----------
+    log_likelihood_terms : callable
+        ``(logits (N, O), y (N,)) -> (N,)``, e.g. the spec's
+        :func:`uqzoo.nets.torch.log_likelihood_terms`.
+    logits : tensor of shape (N, O)
+    y : tensor of shape (N,)
+
+    Returns
+    -------
+    tensor of shape (N, O, O)
+        p(1 − p) for a sigmoid, diag(p) − ppᵀ for a softmax.
     """
     def negative(z: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return -log_likelihood_terms(z[None], target[None])[0]
