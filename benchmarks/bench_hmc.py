@@ -20,8 +20,16 @@ caches and uqzoo's program cache are cleared before every arm), median over
 10 test points of the bulk ESS (ArviZ) of the posterior predictive
 probability, ESS/s, and leapfrog steps (= gradient evaluations, warm-up and
 sampling, all chains) per wall second, the sampler's cost rate apart from its
-efficiency per draw. Summary: the median of each over the seeds, and each
-arm's median ESS/s over plain NumPyro's.
+efficiency per draw, and the cores the arm got (process CPU seconds / wall
+seconds; on a shared machine other jobs decide it). Summary: the median of
+each over the seeds, and each arm's median ESS/s over plain NumPyro's.
+
+The script gives JAX one CPU device per available core
+(``jax.config.update("jax_num_cpu_devices", n)`` before JAX starts, as
+uqzoo's ``chain_method`` documentation tells users to): JAX runs one
+computation at a time per CPU device, so without it uqzoo's "parallel"
+chains run one after another. ``--cpu-devices 1`` measures that case. The
+single-chain arms use one device either way.
 
 The plain arm is one ``MCMC.run`` call, as a user writes it. One ``run``
 cannot report the warm-up's ``num_steps``, so its NUTS kernel is a subclass
@@ -134,6 +142,7 @@ def run_plain(data, spec, seed, num_warmup, num_samples):
 
 
 def run_uqzoo(data, spec, seed, **config):
+    """uz.fit; returns draws (chains, draws, ...), seconds, leapfrog steps, warnings."""
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", uz.ConvergenceWarning)
@@ -173,7 +182,7 @@ def machine():
     import jax
     import numpyro
     return {"cpu": model, "cores_available": len(os.sched_getaffinity(0)),
-            "jax": jax.__version__, "numpyro": numpyro.__version__,
+            "jax_cpu_devices": len(jax.devices("cpu")), "jax": jax.__version__, "numpyro": numpyro.__version__,
             "python": platform.python_version()}
 
 
@@ -196,8 +205,14 @@ def main():
     parser.add_argument("--pyro-warmup", type=int, default=100)
     parser.add_argument("--pyro-samples", type=int, default=200)
     parser.add_argument("--coverage", action="store_true")
+    parser.add_argument("--cpu-devices", type=int, default=len(os.sched_getaffinity(0)),
+                        help="JAX CPU devices (default: the cores available)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    import jax
+
+    # Before anything touches JAX's backend; see the module docstring.
+    jax.config.update("jax_num_cpu_devices", args.cpu_devices)
     arms = args.parts.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
     data, spec = problem(n_train=args.n_train)
@@ -211,14 +226,17 @@ def main():
         for arm in order:
             clear_compilation_caches()
             load_before = os.getloadavg()[0]
+            cpu_before = time.process_time()
             draws, seconds, leapfrog, extra = run_arm(
                 arm, data, spec, seed, args.num_warmup, args.num_samples,
                 args.pyro_warmup, args.pyro_samples)
+            cores_used = (time.process_time() - cpu_before) / seconds
             ess = median_bulk_ess(spec, draws, X_test)
             row = {"arm": arm, "seed": seed, "seconds": round(seconds, 1),
                    "median_bulk_ess": round(ess, 1), "ess_per_second": round(ess / seconds, 3),
                    "leapfrog_steps": leapfrog,
                    "leapfrog_per_second": round(leapfrog / seconds) if leapfrog else None,
+                   "cores_used": round(cores_used, 2),
                    "load_before": load_before, "load_after": os.getloadavg()[0],
                    **{k: (len(v) if k == "warnings" else v) for k, v in extra.items()}}
             results["runs"].append(row)
@@ -229,7 +247,8 @@ def main():
         rows = [r for r in results["runs"] if r["arm"] == arm]
         summary[arm] = {key: statistics.median(r[key] for r in rows)
                         for key in ("seconds", "median_bulk_ess", "ess_per_second",
-                                    "leapfrog_per_second") if rows[0][key] is not None}
+                                    "leapfrog_per_second", "cores_used")
+                        if rows[0][key] is not None}
     if "plain" in summary:
         base = summary["plain"]["ess_per_second"]
         for arm, s in summary.items():

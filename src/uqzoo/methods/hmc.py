@@ -12,11 +12,13 @@ NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
 - the compiled warm-up and sampling programs are cached per (spec, settings),
   so a second fit of the same network on data of the same size compiles
   nothing;
-- chains run in parallel threads (XLA releases the GIL while it computes),
-  which needs no ``XLA_FLAGS=--xla_force_host_platform_device_count`` set
-  before JAX starts -- something a library cannot do safely on its user's
-  behalf; each chain runs the same compiled program as it would one after
-  another;
+- chains run in parallel threads, one per JAX CPU device (XLA releases the
+  GIL while it computes, but JAX runs one computation at a time on a CPU
+  device). JAX has one CPU device unless the program asks for more before
+  JAX starts, ``jax.config.update("jax_num_cpu_devices", n)`` -- a
+  process-wide setting a library must not make on its user's behalf -- so by
+  default "parallel" chains run one after another. Each chain runs the same
+  compiled program either way;
 - sampling runs in short compiled segments, so a progress bar costs nothing.
   The kernel is NumPyro's own, adaptation included: from the same starting
   state and key the chain equals ``numpyro.infer.MCMC``'s (tested), and the
@@ -136,7 +138,10 @@ class Config:
     backend : {"numpyro", "pyro"}
     chain_method : {"parallel", "sequential", "vectorized"}
         NumPyro only. ``"parallel"`` runs chains in threads, as many at a
-        time as there are cores; ``"sequential"`` one after another;
+        time as there are JAX CPU devices and cores: call
+        ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` at the
+        start of the program for that, since with JAX's default single CPU
+        device they run one after another; ``"sequential"`` one after another;
         ``"vectorized"`` all in one ``vmap``-ed program (each iteration lasts
         as long as the slowest chain's tree). The same seed, settings and
         ``chain_method`` give bit-identical draws on the same machine. Across
@@ -395,6 +400,14 @@ def _chain_starts(spec: MLPSpec, cfg: Config, seed: int
     return starts
 
 
+def _cpu_devices() -> list:
+    """JAX's CPU devices: one unless the user asked for more before JAX started
+    (``jax.config.update("jax_num_cpu_devices", n)``)."""
+    import jax
+
+    return jax.devices("cpu")
+
+
 def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
                  progress: _Progress) -> tuple[dict, dict, dict]:
     import jax
@@ -407,12 +420,14 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
     X = X.astype(float_dtype)
     y = y.astype(np.int32)
 
-    def run(z0, key_data):
+    def run(z0, key_data, device=None):
         """Run chains (one, or a vmapped batch) through warm-up and sampling.
 
         Returns the kept iterations' records (leading axes: (chains,) draws,
         or draws alone), per-chain counts of warm-up divergences and of
         leapfrog steps in warm-up and sampling, and the two phases' seconds.
+        With a ``device``, the chain's arrays are committed to it, so its
+        compiled programs run there.
         """
         counts = {"divergent_warmup": 0, "leapfrog_steps_warmup": 0,
                   "leapfrog_steps_sampling": 0}
@@ -424,10 +439,13 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
 
         with jax.enable_x64(cfg.float64):
             key = jax.random.wrap_key_data(key_data)
+            Xd, yd = X, y
+            if device is not None:
+                z0, key, Xd, yd = jax.device_put((z0, key, X, y), device)
             t0 = time.perf_counter()
-            state = program.init(z0, key, X, y)
+            state = program.init(z0, key, Xd, yd)
             for n in _chunks(cfg.num_warmup):
-                state, buf = program.segment(state, n, X, y, thinning=1)
+                state, buf = program.segment(state, n, Xd, yd, thinning=1)
                 warm = collect(buf, n)
                 counts["divergent_warmup"] += warm["diverging"].sum(axis=-1, dtype=np.int64)
                 counts["leapfrog_steps_warmup"] += warm["leapfrog"].sum(axis=-1, dtype=np.int64)
@@ -435,7 +453,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
             t1 = time.perf_counter()
             pieces = []
             for n in _chunks(cfg.num_samples):
-                state, buf = program.segment(state, n, X, y, thinning=cfg.thinning)
+                state, buf = program.segment(state, n, Xd, yd, thinning=cfg.thinning)
                 pieces.append(collect(buf, n))
                 progress(n * cfg.thinning * per_chain)
             t2 = time.perf_counter()
@@ -451,10 +469,18 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
                   for k, v in counts.items()}
         results = [(jax.tree.map(lambda a, c=c: a[c], out), {k: v[c] for k, v in counts.items()},
                     seconds) for c in range(cfg.num_chains)]
-    elif cfg.chain_method == "parallel" and cfg.num_chains > 1:
-        workers = min(cfg.num_chains, engine.default_workers())
+    elif cfg.chain_method == "parallel" and cfg.num_chains > 1 and len(_cpu_devices()) > 1:
+        # JAX runs one computation at a time on each CPU device (measured with
+        # jax 0.10: two threads on JAX's single default CPU device took as
+        # long as one after the other), so chains run in parallel only on
+        # separate devices -- as many as the user configured, at most one per
+        # core. Chain c always gets device c mod n: its result does not
+        # depend on thread timing.
+        devices = _cpu_devices()
+        workers = min(cfg.num_chains, len(devices), engine.default_workers())
+        placement = [devices[c % workers] for c in range(cfg.num_chains)]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="uqzoo-nuts") as pool:
-            results = list(pool.map(run, inits, keys))
+            results = list(pool.map(run, inits, keys, placement))
     else:
         results = [run(z0, k) for z0, k in zip(inits, keys)]
 
