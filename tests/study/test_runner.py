@@ -21,6 +21,10 @@ import pytest
 import uqzoo as uz
 from uqzoo.study.store import LEVEL_METRICS, TASK_METRICS
 
+# One worker runs every test that uses the session's reference run (make test
+# uses --dist loadgroup), so the run is made once, not once per xdist worker.
+pytestmark = pytest.mark.xdist_group("study_reference")
+
 RESULT_COLUMNS = ["task_id", "status", "error", "seed", "data_seed", "level",
                   *LEVEL_METRICS, *TASK_METRICS, "eval_flags"]
 

@@ -13,6 +13,10 @@ import pytest
 import uqzoo as uz
 from uqzoo.cli import main
 
+# One worker runs every test that uses the session's reference run (make test
+# uses --dist loadgroup), so the run is made once, not once per xdist worker.
+pytestmark = pytest.mark.xdist_group("study_reference")
+
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "uqzoo.cli", *args], capture_output=True,

@@ -297,13 +297,15 @@ def execute(task: Task, threads: int | None = None) -> dict[str, Any]:
     _limit_threads(threads)
     started = time.time()
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     try:
         result = run_task(task)
     except Exception as exc:           # recorded as a failed task, never dropped
         result = {"task_id": task.id, "status": "failed", "error": _one_line(exc),
                   "traceback": traceback.format_exc()}
     result["timings"] = {**result.get("timings", {}), "started": started,
-                         "finished": time.time(), "task_seconds": time.perf_counter() - t0}
+                         "finished": time.time(), "task_seconds": time.perf_counter() - t0,
+                         "cpu_seconds": time.process_time() - cpu0}
     result["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     result["versions"] = _versions()
     return result

@@ -73,8 +73,10 @@ TASK_METRICS = ("accuracy", "accuracy_se", "balanced_accuracy", "brier", "nll", 
 LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se",
                  "hcs_size", "hcs_proportion", "hcs_accuracy", "hcs_accuracy_se",
                  "hcs_missed_targets")
+# Wall times in the worker, and its CPU time for the task (CPU well below wall
+# time means the worker waited for a core: an oversubscribed machine).
 TIMINGS = ("started", "finished", "load_seconds", "fit_seconds", "eval_seconds",
-           "task_seconds")
+           "task_seconds", "cpu_seconds")
 _JSON_COLUMNS = ("fit_config_json", "versions_json", "diagnostics_json", "warnings_json",
                  "report_json")
 
