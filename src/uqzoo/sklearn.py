@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -38,10 +39,9 @@ def _seed_from_random_state(random_state: object) -> int:
     the user seeded NumPy); a ``RandomState`` or ``Generator`` draws one from
     itself, advancing it.
     """
-    if random_state is None:
-        random_state = np.random.mtrand._rand      # what sklearn's check_random_state(None) gives
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        # None: NumPy's global RandomState singleton, as check_random_state gives it
+        return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**63))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state,
