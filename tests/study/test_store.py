@@ -140,6 +140,14 @@ def test_load_is_tidy(study, tmp_path):
     assert {"coverage", "interval_width", "hcs_proportion", "ece", "brier", "nll",
             "accuracy", "num_draws", "fit_seconds", "converged"} <= set(done.columns)
     assert done.converged.isna().all() and str(done.converged.dtype) == "boolean"
+    # load reads the packed copy of the levels; it equals the levels table
+    con = sqlite3.connect(path)
+    table = pd.read_sql_query("SELECT * FROM levels", con)
+    con.close()
+    merged = done.merge(table, on=["task_id", "level"], suffixes=("", "_table"))
+    assert len(merged) == len(done)
+    for metric in LEVEL_METRICS:
+        np.testing.assert_array_equal(merged[metric], merged[f"{metric}_table"])
     failed = uz.study.load(path, status="failed")
     assert len(failed) == 1 and np.isnan(failed.level.iloc[0])
     assert failed.error.iloc[0] == "ValueError: boom"
