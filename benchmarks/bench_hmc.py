@@ -43,6 +43,7 @@ Run: ``python benchmarks/bench_hmc.py [--parts plain,uqzoo1,uqzoo4] [--seeds 0,1
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -67,7 +68,7 @@ def problem(n_train=2000, seed=0):
 def median_bulk_ess(spec, draws_by_chain, X_test):
     """draws_by_chain: dict of (chains, draws, *shape) arrays."""
     chains, per_chain = next(iter(draws_by_chain.values())).shape[:2]
-    flat = {k: v.reshape((chains * per_chain,) + v.shape[2:]) for k, v in draws_by_chain.items()}
+    flat = {k: v.reshape((chains * per_chain, *v.shape[2:])) for k, v in draws_by_chain.items()}
     proba = uz.proba_draws(spec, flat, X_test)[..., 1]
     ess = _diagnostics.rhat_ess(proba.reshape(chains, per_chain, -1))["ess_bulk"]
     return float(np.median(ess))
@@ -117,7 +118,7 @@ def run_plain(data, spec, seed, num_warmup, num_samples):
     def model(X, y):
         h = X
         sizes = (50, 10, 10, 1)
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for i, (a, b) in enumerate(itertools.pairwise(sizes)):
             w = numpyro.sample(f"w{i}", dist.Normal(0, 1).expand((b, a)).to_event(2))
             c = numpyro.sample(f"b{i}", dist.Normal(0, 1).expand((b,)).to_event(1))
             h = h @ w.T + c
@@ -149,7 +150,7 @@ def run_uqzoo(data, spec, seed, **config):
         post = uz.fit("hmc", spec, data, seed=seed, progress_bar=False, **config)
     seconds = time.perf_counter() - t0
     chains, per_chain = post.sample_shape
-    draws = {k: v.reshape((chains, per_chain) + v.shape[1:]) for k, v in post.draws.items()}
+    draws = {k: v.reshape((chains, per_chain, *v.shape[1:])) for k, v in post.draws.items()}
     d = post.diagnostics
     leapfrog = (d["leapfrog_steps_warmup"] + d["leapfrog_steps_sampling"]
                 if "leapfrog_steps_warmup" in d else None)
@@ -182,8 +183,8 @@ def machine():
     import jax
     import numpyro
     return {"cpu": model, "cores_available": len(os.sched_getaffinity(0)),
-            "jax_cpu_devices": len(jax.devices("cpu")), "jax": jax.__version__, "numpyro": numpyro.__version__,
-            "python": platform.python_version()}
+            "jax_cpu_devices": len(jax.devices("cpu")), "jax": jax.__version__,
+            "numpyro": numpyro.__version__, "python": platform.python_version()}
 
 
 def warm_up_process(arms):
@@ -251,7 +252,7 @@ def main():
                         if rows[0][key] is not None}
     if "plain" in summary:
         base = summary["plain"]["ess_per_second"]
-        for arm, s in summary.items():
+        for s in summary.values():
             s["ess_per_second_vs_plain"] = round(s["ess_per_second"] / base, 2)
     results["summary"] = summary
     print("\nmedians over seeds", seeds)

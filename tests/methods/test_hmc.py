@@ -39,16 +39,18 @@ def quadrature_posterior(data, prior_scale=1.0, points=71):
 
     def neg_log_post(theta):
         z = X @ theta
-        return np.sum(np.logaddexp(0, np.where(y == 1, -z, z))) + theta @ theta / (2 * prior_scale**2)
+        return (np.sum(np.logaddexp(0, np.where(y == 1, -z, z)))
+                + theta @ theta / (2 * prior_scale**2))
 
     mode = optimize.minimize(neg_log_post, np.zeros(3), method="BFGS").x
     p = 1 / (1 + np.exp(-X @ mode))
     hessian = X.T @ (X * (p * (1 - p))[:, None]) + np.eye(3) / prior_scale**2
     sd = np.sqrt(np.diag(np.linalg.inv(hessian)))
-    axes = [np.linspace(m - 8 * s, m + 8 * s, points) for m, s in zip(mode, sd)]
+    axes = [np.linspace(m - 8 * s, m + 8 * s, points) for m, s in zip(mode, sd, strict=True)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     z = grid @ X.T
-    log_post = -np.logaddexp(0, np.where(y == 1, -z, z)).sum(1) - (grid**2).sum(1) / (2 * prior_scale**2)
+    log_post = (-np.logaddexp(0, np.where(y == 1, -z, z)).sum(1)
+                - (grid**2).sum(1) / (2 * prior_scale**2))
     weight = np.exp(log_post - log_post.max())
     weight /= weight.sum()
     mean = weight @ grid

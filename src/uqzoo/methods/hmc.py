@@ -339,7 +339,7 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
         # Leapfrog counts take num_steps' integer type (int64 under x64).
         no_steps = jnp.zeros_like(state.num_steps)
         probe = record(state, jnp.zeros((), bool), no_steps)
-        buffers = jax.tree.map(lambda a: jnp.zeros((_SEGMENT,) + jnp.shape(a),
+        buffers = jax.tree.map(lambda a: jnp.zeros((_SEGMENT, *jnp.shape(a)),
                                                    jnp.result_type(a)), probe)
 
         def body(i, carry):
@@ -416,7 +416,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
     vectorized = cfg.chain_method == "vectorized"
     program = _numpyro_program(spec, cfg.hierarchical, cfg.num_warmup, cfg.target_accept,
                                cfg.max_tree_depth, cfg.dense_mass, cfg.float64, vectorized)
-    inits, keys = zip(*_chain_starts(spec, cfg, seed))
+    inits, keys = zip(*_chain_starts(spec, cfg, seed), strict=True)
     X = X.astype(float_dtype)
     y = y.astype(np.int32)
 
@@ -482,7 +482,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="uqzoo-nuts") as pool:
             results = list(pool.map(run, inits, keys, placement))
     else:
-        results = [run(z0, k) for z0, k in zip(inits, keys)]
+        results = [run(z0, k) for z0, k in zip(inits, keys, strict=True)]
 
     stacked = jax.tree.map(lambda *a: np.stack(a), *[r[0] for r in results])
     z = stacked.pop("z")
@@ -640,7 +640,7 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
         progress.close()
     chains, draws_per_chain = config.num_chains, config.num_samples
     params, scales = _to_layout(spec, config.hierarchical, z)
-    flat = {k: v.reshape((chains * draws_per_chain,) + v.shape[2:]).astype(np.float32)
+    flat = {k: v.reshape((chains * draws_per_chain, *v.shape[2:])).astype(np.float32)
             for k, v in params.items()}
     if scales is not None:
         stats["layer_scale"] = scales.astype(np.float32)
@@ -667,7 +667,7 @@ def _convergence_diagnostics(spec: MLPSpec, draws: dict[str, np.ndarray], stats:
     out: dict[str, Any] = {"predictive_points": idx}
     norms = _diagnostics.layer_norms(spec, draws)
     for name, values in (("predictive", proba), ("layer_norm", norms)):
-        summary = _diagnostics.rhat_ess(values.reshape((chains, per_chain) + values.shape[1:]))
+        summary = _diagnostics.rhat_ess(values.reshape((chains, per_chain, *values.shape[1:])))
         for stat, arr in summary.items():
             out[f"{stat}_{name}"] = arr
     if "lp" in stats:
