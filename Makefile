@@ -10,7 +10,7 @@ PY      = $(VENV)/bin/python
 # depends on it, installed first) would pull a multi-GB CUDA build.
 TORCH   = torch==2.13.0
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,15 +24,21 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/uqzoo compare
 
-test: install
+test: install lint
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
-test-fast: install
+test-fast: install lint
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+
+# ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy rules) and mypy
+# over the package, whose public signatures ship typed (py.typed).
+lint: install
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/mypy
 
 bench: install
 	$(PY) -m pip install --quiet -e ".[bench]"
 	@echo "see benchmarks/README.md for each script"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

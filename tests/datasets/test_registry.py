@@ -3,8 +3,9 @@ import pytest
 import uqzoo as uz
 import uqzoo.datasets as datasets
 
-EXPECTED = ["sim-teacher", "hsi-sim", "indian-pines", "muufl-target", "breast-cancer", "wine",
-            "iris", "digits", "penguins", "caravan"]
+EXPECTED = ["sim-teacher", "hsi-sim", "gaussian-mixture", "nonlinear-logistic",
+            "indian-pines", "muufl-target", "breast-cancer", "wine", "iris", "digits",
+            "penguins", "caravan"]
 
 
 def test_names():
