@@ -783,19 +783,11 @@ def _params(group, spec, where: str,
 
     ``lead`` None: the parameters lead with (chain, draw), returned; ``()``: none.
     """
-    import h5py
-
     from uqzoo.methods._config import MAX_DRAW_BYTES
 
     expected = spec.param_shapes()
     datasets = {}
-    for name in _members(group, where):
-        obj = group[name]
-        if not isinstance(obj, h5py.Dataset):
-            raise _Bad(f"{where}/{name} is not a variable")
-        _check_storage(obj, f"{where}/{name}")
-        if _is_scale(obj):
-            continue
+    for name, obj in _variables(group, where):
         if name not in expected:
             raise _Bad(f"{where} holds {name!r}, which is not a parameter of the spec "
                        f"(expected {list(expected)})")
@@ -827,17 +819,23 @@ def _params(group, spec, where: str,
     return {key: datasets[key] for key in expected}, found
 
 
-def _aux(group, where: str, lead: tuple[int, ...] | None) -> dict[str, Any]:
-    """The checked datasets of sample statistics (leading ``lead``) or diagnostics (None)."""
+def _variables(group, where: str) -> Iterator[tuple[str, Any]]:
+    """(name, dataset) of each variable of ``group`` but netCDF dimension scales,
+    its storage checked (inline in this file) before anything else looks at it."""
     import h5py
-    checked = {}
     for name in _members(group, where):
         obj = group[name]
         if not isinstance(obj, h5py.Dataset):
             raise _Bad(f"{where}/{name} is not a variable")
         _check_storage(obj, f"{where}/{name}")
-        if _is_scale(obj):
-            continue
+        if not _is_scale(obj):
+            yield name, obj
+
+
+def _aux(group, where: str, lead: tuple[int, ...] | None) -> dict[str, Any]:
+    """The checked datasets of sample statistics (leading ``lead``) or diagnostics (None)."""
+    checked = {}
+    for name, obj in _variables(group, where):
         _check_variable(obj, f"{where}/{name}", "biuf")
         if lead is not None and tuple(obj.shape[:2]) != lead:
             raise _Bad(f"{where}/{name} has shape {obj.shape}; sample statistics lead with "
