@@ -57,6 +57,7 @@ a ≥ a_min look exactly like a smaller unoccluded one (same a_vis).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib import resources
 
 import numpy as np
@@ -67,7 +68,8 @@ from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._standardize import standardize as _standardize
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["SceneModel", "library_target_names", "load_hsi_sim", "scene_log_likelihoods"]
+__all__ = ["SceneModel", "library_target_names", "load_hsi_sim", "scene_log_likelihoods",
+           "shifted_log_likelihoods", "shifted_p_true"]
 
 LIBRARY_FILE = "spectral_library_usgs_10nm.npz"
 COMPONENTS = ("vegetation", "soil", "manmade")
@@ -189,6 +191,87 @@ def scene_log_likelihoods(model: SceneModel, X: np.ndarray,
     return out
 
 
+def shifted_log_likelihoods(model: SceneModel, X: np.ndarray, visible_values: np.ndarray,
+                            matrix: np.ndarray, offset: np.ndarray,
+                            noise_var: np.ndarray) -> np.ndarray:
+    """log-likelihoods of x' = A x + b + η, η ~ N(0, diag(noise_var)), x from the scene model.
+
+    x' given (a_vis, c) is Gaussian with mean A(a_vis t + (1 − a_vis) μ_c) + b
+    and covariance (1 − a_vis)² P_c + Q, P_c = A Σ_c Aᵀ, Q = σ² A Aᵀ +
+    diag(noise_var). With Q = L Lᵀ and L⁻¹ P_c L⁻ᵀ = U Λ̃ Uᵀ, the covariance is
+    L U ((1 − a_vis)² Λ̃ + I) Uᵀ Lᵀ: diagonal in one basis per component for
+    every a_vis, as in :func:`scene_log_likelihoods`, which is the case A = I,
+    b = 0, noise_var = 0.
+
+    Parameters
+    ----------
+    model : SceneModel
+    X : array (N, D')
+        Transformed raw spectra x'.
+    visible_values : array (V,)
+    matrix : array (D', B)
+        A; it must have full row rank unless ``noise_var`` > 0 (Q positive definite).
+    offset : array (D',)
+        b.
+    noise_var : array (D',)
+        Variance of the extra noise η per output feature.
+
+    Returns
+    -------
+    float64 array (N, V, C)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    A = np.asarray(matrix, dtype=np.float64)
+    b = np.asarray(offset, dtype=np.float64)
+    n_out = A.shape[0]
+    v = np.asarray(visible_values, dtype=np.float64)
+    Q = model.noise ** 2 * (A @ A.T) + np.diag(np.asarray(noise_var, dtype=np.float64))
+    chol = np.linalg.cholesky(Q)
+    whiten = np.linalg.solve(chol, np.eye(n_out))                     # L⁻¹
+    log_det_q = 2.0 * np.log(np.diag(chol)).sum()
+    out = np.empty((X.shape[0], v.size, len(COMPONENTS)))
+    for c in range(len(COMPONENTS)):
+        root = whiten @ A @ (model.eigvecs[c] * np.sqrt(model.eigvals[c]))   # L⁻¹ A Σ_c^½
+        lam, vec = np.linalg.eigh(root @ root.T)
+        lam = np.maximum(lam, 0.0)
+        basis = vec.T @ whiten                                        # Uᵀ L⁻¹
+        d = (X - b - A @ model.means[c]) @ basis.T                    # (N, D')
+        e = basis @ (A @ (model.target - model.means[c]))             # (D',)
+        var = (1 - v)[:, None] ** 2 * lam + 1.0                       # (V, D')
+        w = 1.0 / var
+        quad = (d * d) @ w.T - 2 * v * (d @ (w * e).T) + v ** 2 * (w @ (e * e))
+        log_det = np.log(var).sum(axis=1) + log_det_q
+        out[:, :, c] = -0.5 * (quad + log_det + n_out * np.log(2 * np.pi))
+    return out
+
+
+def shifted_p_true(data: ClassificationData, X: np.ndarray, matrix: np.ndarray,
+                   offset: np.ndarray, noise_var: np.ndarray) -> np.ndarray:
+    """Exact P(y = 1 | x') of an ``hsi-sim`` test pixel seen through x' = A x + b + η.
+
+    The generator's own model (its options and (a_vis, c, y) prior, from
+    ``data.meta``) with the sensor change applied to the spectrum before the
+    Bayes posterior is taken; :mod:`uqzoo.perturb` uses it for the
+    perturbation families that lose information (extra noise, dead bands,
+    missing features). Arguments as :func:`shifted_log_likelihoods`, ``X`` in
+    raw (unstandardised) reflectance.
+
+    Returns
+    -------
+    float64 array (N,)
+    """
+    options = data.meta["options"]
+    band_idx = np.unique(np.round(np.linspace(0, 210, options["n_bands"])).astype(np.int64))
+    model = SceneModel(options["target"], options["noise"], band_idx)
+    if not np.array_equal(model.wavelengths_nm, data.meta["wavelengths_nm"]):
+        raise InvalidInputError("data.meta does not describe an hsi-sim scene's bands")
+    prior = data.meta["prior"]
+    values = prior["visible_values"]
+    return _posterior(lambda rows: shifted_log_likelihoods(model, rows, values, matrix, offset,
+                                                           noise_var),
+                      X, prior["counts"], progress_bar=False)
+
+
 def _truth(model: SceneModel, X: np.ndarray, visible: np.ndarray, component: np.ndarray,
            label: np.ndarray, progress_bar: bool) -> tuple[np.ndarray, dict]:
     """P(y = 1 | x) with the joint frequency of (a_vis, c, y) in the same pixels as prior.
@@ -201,6 +284,15 @@ def _truth(model: SceneModel, X: np.ndarray, visible: np.ndarray, component: np.
     n_comp = len(COMPONENTS)
     counts = np.zeros((values.size, n_comp, 2))
     np.add.at(counts, (v_index, component, label), 1.0)
+    p1 = _posterior(lambda rows: scene_log_likelihoods(model, rows, values), X, counts,
+                    progress_bar)
+    prior = {"visible_values": values, "counts": counts}
+    return p1, prior
+
+
+def _posterior(log_likelihoods: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
+               counts: np.ndarray, progress_bar: bool) -> np.ndarray:
+    """P(y = 1 | x) from per-(a_vis, c) log-likelihoods (n, V, C) and the (V, C, 2) counts."""
     with np.errstate(divide="ignore"):
         log_prior = np.log(counts / counts.sum())                # (V, C, 2)
     p1 = np.empty(X.shape[0])
@@ -208,15 +300,14 @@ def _truth(model: SceneModel, X: np.ndarray, visible: np.ndarray, component: np.
     # delay: the bar appears only when the truth takes longer than a second.
     for start in tqdm(starts, desc="hsi-sim p_true", disable=not progress_bar, delay=1.0):
         stop = start + TRUTH_CHUNK
-        loglik = scene_log_likelihoods(model, X[start:stop], values)   # (n, V, C)
+        loglik = log_likelihoods(X[start:stop])                         # (n, V, C)
         joint = loglik[:, :, :, None] + log_prior[None]                 # (n, V, C, 2)
         flat = joint.reshape(joint.shape[0], -1, 2)
         top = flat.max(axis=(1, 2), keepdims=True)
         with np.errstate(divide="ignore"):  # a class absent from the prior: log 0
             log_y = np.log(np.exp(flat - top).sum(axis=1)) + top[:, 0, :]   # (n, 2)
         p1[start:stop] = np.exp(log_y[:, 1] - np.logaddexp(log_y[:, 0], log_y[:, 1]))
-    prior = {"visible_values": values, "counts": counts}
-    return p1, prior
+    return p1
 
 
 def _layout(size: int, n_targets: int, radius: tuple[float, float],

@@ -25,7 +25,8 @@ from uqzoo._validation import check_choice, check_float, check_int, check_seed
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.errors import InvalidInputError
 
-__all__ = ["load_gaussian_mixture", "load_nonlinear_logistic"]
+__all__ = ["load_gaussian_mixture", "load_nonlinear_logistic",
+           "shifted_p_true_gaussian_mixture"]
 
 COVARIANCES = ("shared", "unequal")
 # nonlinear-logistic's logit standard deviation before logit_scale, chosen as
@@ -70,6 +71,49 @@ def _check_two_classes(y: np.ndarray, seed: int, name: str) -> None:
         raise InvalidInputError(
             f"the {y.size} training labels of {name} drawn with seed={seed} are all class "
             f"{int(y[0])}; use a larger n_train, a less extreme class balance or another seed")
+
+
+def _log_normal(X: np.ndarray, mean: np.ndarray, chol: np.ndarray) -> np.ndarray:
+    """log N(x; mean, L Lᵀ) of each row of X (N, p), with L = ``chol``."""
+    z = np.linalg.solve(chol, (X - mean).T)                            # (p, N)
+    log_det = 2 * np.sum(np.log(np.diag(chol)))
+    return -0.5 * (np.sum(z * z, axis=0) + log_det + mean.shape[0] * math.log(2 * math.pi))
+
+
+def shifted_p_true_gaussian_mixture(data: ClassificationData, X: np.ndarray,
+                                    matrix: np.ndarray, offset: np.ndarray,
+                                    noise_var: np.ndarray) -> np.ndarray:
+    """Exact P(y = 1 | x') of a ``gaussian-mixture`` point seen through x' = A x + b + η.
+
+    η ~ N(0, diag(noise_var)) independent of x; x' | y is then
+    N(A μ_y + b, A Σ_y Aᵀ + diag(noise_var)), and the Bayes posterior is the
+    generator's with these moments (means, covariances and balance from
+    ``data.meta``). :mod:`uqzoo.perturb` uses it for the perturbation
+    families that lose information (extra noise, missing features).
+
+    Parameters
+    ----------
+    data : ClassificationData
+        Made by :func:`load_gaussian_mixture`.
+    X : array (N, D')
+        Transformed points x'.
+    matrix : array (D', p)
+        A; full row rank unless ``noise_var`` > 0.
+    offset, noise_var : array (D',)
+
+    Returns
+    -------
+    float64 array (N,)
+    """
+    A = np.asarray(matrix, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    means, covs = np.asarray(data.meta["means"]), np.asarray(data.meta["covariances"])
+    balance = float(data.meta["balance"])
+    log_density = []
+    for k in range(2):
+        cov = A @ covs[k] @ A.T + np.diag(np.asarray(noise_var, dtype=np.float64))
+        log_density.append(_log_normal(X, A @ means[k] + offset, np.linalg.cholesky(cov)))
+    return _sigmoid(log_density[1] - log_density[0] + math.log(balance) - math.log1p(-balance))
 
 
 def load_gaussian_mixture(*, p: int = 5, n_train: int = 1000, n_test: int = 5000,
@@ -156,9 +200,7 @@ def load_gaussian_mixture(*, p: int = 5, n_train: int = 1000, n_test: int = 5000
     chols = np.stack([chol0, np.linalg.cholesky(cov1)])
 
     def log_density(X: np.ndarray, k: int) -> np.ndarray:
-        z = np.linalg.solve(chols[k], (X - means[k]).T)                # (p, N)
-        log_det = 2 * np.sum(np.log(np.diag(chols[k])))
-        return -0.5 * (np.sum(z * z, axis=0) + log_det + p * math.log(2 * math.pi))
+        return _log_normal(X, means[k], chols[k])
 
     def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         y = (rng.random(n) < balance).astype(np.int64)
