@@ -169,6 +169,8 @@ def run_arm(arm, data, spec, seed, num_warmup, num_samples, pyro_warmup, pyro_sa
               "pyro": dict(backend="pyro", jit_compile=True, num_chains=1)}[arm]
     if arm == "pyro":
         settings = dict(num_warmup=pyro_warmup, num_samples=pyro_samples)
+    # --num-samples is per chain, as in NumPyro; uqzoo's num_samples is the total.
+    settings["num_samples"] *= config.get("num_chains", 4)
     draws, seconds, leapfrog, messages = run_uqzoo(data, spec, seed, **config, **settings)
     return draws, seconds, leapfrog, {"warnings": messages, **settings}
 

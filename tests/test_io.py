@@ -31,7 +31,7 @@ def fitted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
         return {
-            "hmc": uz.fit("hmc", spec, data, seed=3, num_warmup=20, num_samples=10,
+            "hmc": uz.fit("hmc", spec, data, seed=3, num_warmup=20, num_samples=20,
                           num_chains=2, progress_bar=False),
             "mfvi": uz.fit("mfvi", spec, data, seed=3, num_steps=200, num_samples=20,
                            progress_bar=False),
@@ -375,3 +375,50 @@ def test_no_pickle_in_the_file(fitted, tmp_path):
                 assert var.dtype != object
     finally:
         tree.close()
+
+
+# -- files written by the previous release (format 1, uqzoo 0.1) ------------------------
+#
+# tests/data/format1_*.nc were saved by uqzoo 0.1 (commit e27779d): an MC-dropout
+# posterior whose rate was MLPSpec(dropout=0.2), and a 2-chain HMC posterior fit
+# with num_samples=10 meaning 10 per chain. format1_X.npy / format1_expected.npy
+# hold three test points and the MC-dropout predictive that release computed.
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def test_a_format_1_mc_dropout_file_loads_with_its_rate_in_the_config():
+    from _float32_reference import draws_proba64
+
+    post = uz.load_posterior(os.path.join(DATA, "format1_mc_dropout.nc"))
+    assert not hasattr(post.spec, "dropout")
+    assert post.config["dropout"] == 0.2
+    assert post.diagnostics["dropout_rate"] == 0.2
+    # One name per timing: the whole fit as "seconds", phases as "seconds_<phase>".
+    assert post.diagnostics["seconds"] > 0 and post.diagnostics["seconds_training"] > 0
+    assert not any(k.endswith("_seconds") for k in post.diagnostics)
+    X = np.load(os.path.join(DATA, "format1_X.npy"))
+    expected = np.load(os.path.join(DATA, "format1_expected.npy"))
+    got = post.predict_proba_draws(X)
+    # Both releases' float32 forwards are within the rounding bound of the exact one
+    # (the old release ran on another CPU, kernel and chunking).
+    exact, bound = draws_proba64(post.spec, post.draws, X)
+    assert np.all(np.abs(got - exact) <= bound)
+    assert np.all(np.abs(expected - exact) <= bound)
+
+
+def test_a_format_1_hmc_file_counts_num_samples_in_total():
+    post = uz.load_posterior(os.path.join(DATA, "format1_hmc.nc"))
+    assert post.sample_shape == (2, 10)
+    assert post.config["num_samples"] == post.num_draws == 20
+    assert {"seconds_warmup", "seconds_sampling", "seconds"} <= set(post.diagnostics)
+
+
+def test_a_saved_posterior_is_format_2_and_round_trips_without_legacy_keys(fitted, tmp_path):
+    post = fitted["hmc"]
+    path = tmp_path / "p.nc"
+    post.save(path)
+    import h5py
+    with h5py.File(path, "r") as f:
+        assert f.attrs["uqzoo_format"] in (b"uqzoo.posterior/2", "uqzoo.posterior/2")
+        assert "dropout" not in f.attrs["spec"]

@@ -22,7 +22,7 @@ def _posterior():
     return uz.Posterior(
         spec=SPEC, method="ensemble", config={"num_members": 4}, seed=7,
         draws=SPEC.init_params(0, num=4), sample_stats={"loss": np.zeros((1, 4, 3))},
-        diagnostics={"fit_seconds": 1.5, "loss": np.ones((4, 10), np.float32),
+        diagnostics={"seconds": 1.5, "loss": np.ones((4, 10), np.float32),
                      "note": "fine"},
         warnings=("a warning",), classes=("no", "yes"))
 

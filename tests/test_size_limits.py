@@ -34,11 +34,11 @@ from uqzoo.metrics import _common
     ("mfvi", {"num_particles": 10**9}, "num_particles must be at most 10,000"),
     ("hmc", {"num_samples": 10**12}, "num_samples must be at most 1,048,576"),
     ("hmc", {"num_chains": 10**6}, "num_chains must be at most 10,000"),
-    ("hmc", {"num_chains": 100, "num_samples": 100_000},
-     "num_chains × num_samples = 100 × 100,000 must be at most 1,048,576"),
+    ("hmc", {"num_chains": 3, "num_samples": 1000},
+     "num_samples (1000) must be a multiple of num_chains (3)"),
     ("hmc", {"num_warmup": 10**12}, "num_warmup must be at most 10,000,000"),
     ("hmc", {"num_samples": 1000, "thinning": 100_000},
-     "num_warmup + num_samples × thinning = 100,000,500 iterations per chain"),
+     "num_warmup + (num_samples / num_chains) × thinning = 25,000,500 iterations per chain"),
 ])
 def test_absurd_method_sizes_are_clear_errors(method, options, needle):
     with pytest.raises(uz.InvalidInputError) as info:

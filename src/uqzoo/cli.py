@@ -198,7 +198,7 @@ def _spec(args, data):
         raise UqzooError(
             f"--hidden must be comma-separated widths like 10,10, got {args.hidden!r}") from None
     return MLPSpec(data.n_features, data.n_classes, hidden=hidden, activation=args.activation,
-                   prior_scale=args.prior_scale, dropout=args.dropout)
+                   prior_scale=args.prior_scale)
 
 
 def _cmd_compare(args) -> int:
@@ -359,8 +359,6 @@ def _add_net_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", default="10,10", help="hidden widths, e.g. 10,10 ('' = none)")
     p.add_argument("--activation", default="tanh", help="tanh, relu or sigmoid")
     p.add_argument("--prior-scale", type=float, default=1.0, help="prior sd of every weight")
-    p.add_argument("--dropout", type=float, default=0.1,
-                   help="dropout rate of hidden units (used by mc_dropout only)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 

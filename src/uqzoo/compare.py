@@ -59,9 +59,9 @@ def _draw_options(name: str, num_draws: int, config: Mapping[str, Any]) -> dict[
     Options the caller set in ``configs`` win.
     """
     if name == "hmc":
-        chains = config.get("num_chains", method_registry.get("hmc").Config().num_chains)
-        per_chain = -(-num_draws // int(chains))
-        return {"num_samples": per_chain}
+        # HMC's total is split evenly over its chains: round up to a multiple.
+        chains = int(config.get("num_chains", method_registry.get("hmc").Config().num_chains))
+        return {"num_samples": chains * -(-num_draws // chains)}
     if name in ("mfvi", "mc_dropout", "swag", "laplace"):
         return {"num_samples": num_draws}
     return {}
@@ -192,8 +192,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         Method names (``uz.methods.names()``); all of them by default. A single
         name is the same as a one-element list.
     spec : MLPSpec, optional
-        The network; by default 2 hidden layers of 10 tanh units with
-        ``dropout=0.1`` (the rate only MC dropout uses).
+        The network; by default 2 hidden layers of 10 tanh units (MC
+        dropout's rate is its own option, ``configs={"mc_dropout":
+        {"dropout": ...}}``).
     seed : int
         Seed of every fit (each method gets the same seed).
     levels : sequence of float
@@ -278,7 +279,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if unknown:
         raise InvalidInputError(f"configs names methods {unknown} that are not compared")
     if spec is None:
-        spec = MLPSpec(data.n_features, data.n_classes, hidden=(10, 10), dropout=0.1)
+        spec = MLPSpec(data.n_features, data.n_classes, hidden=(10, 10))
 
     num_draws = check_draws(num_draws, "num_draws")
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)

@@ -98,7 +98,9 @@ __all__ = [
     "write_file_atomically",
 ]
 
-FORMAT = "uqzoo.posterior/1"
+FORMAT = "uqzoo.posterior/2"
+# Format 1 (uqzoo 0.1) is read and upgraded on load, see _upgrade_format_1.
+_OLD_FORMATS = ("uqzoo.posterior/1",)
 _ENGINE: Literal["h5netcdf"] = "h5netcdf"
 
 # One sample statistic or diagnostic holds at most 2**28 elements (2 GiB at
@@ -900,6 +902,7 @@ def _root_attrs(f) -> dict[str, Any]:
         raise _Bad("attribute 'spec' must be a JSON object with a 'hidden' list")
     try:
         out["spec"] = MLPSpec.from_dict(spec)
+        out["legacy_dropout"] = spec.get("dropout")
     except (TypeError, ValueError) as exc:
         raise _Bad(f"attribute 'spec' does not describe a valid MLPSpec: {exc}") from None
     warnings = _json(text("warnings"), "warnings")
@@ -919,6 +922,34 @@ def _root_attrs(f) -> dict[str, Any]:
         if not isinstance(versions, dict):
             raise _Bad("attribute 'versions' must be a JSON object")
     return out
+
+
+# Format 1's timing keys and the one name each has now.
+_FORMAT_1_TIMINGS = {"fit_seconds": "seconds", "train_seconds": "seconds_training",
+                     "laplace_seconds": "seconds_curvature", "warmup_seconds": "seconds_warmup",
+                     "sampling_seconds": "seconds_sampling", "seconds_pyro": "seconds_chains"}
+
+
+def _upgrade_format_1(attrs: dict[str, Any], diagnostics: dict[str, Any]) -> None:
+    """Give a format-1 posterior the meanings of format 2, in place.
+
+    Format 1 kept MC dropout's rate in the spec, counted HMC's ``num_samples``
+    per chain, and named timings in five ways.
+    """
+    config, method = attrs["config"], attrs["method"]
+    if method == "mc_dropout" and config.get("dropout") is None:
+        config["dropout"] = attrs["legacy_dropout"]
+    if method == "hmc" and isinstance(config.get("num_samples"), int) \
+            and isinstance(config.get("num_chains"), int):
+        config["num_samples"] *= config["num_chains"]
+    if method == "mfvi":        # its "seconds" was the whole fit, "fit_seconds" the optimiser
+        if "fit_seconds" in diagnostics:
+            diagnostics["seconds_optimization"] = diagnostics.pop("fit_seconds")
+    elif "seconds" in diagnostics and "fit_seconds" in diagnostics:
+        diagnostics.pop("fit_seconds")
+    for old, new in _FORMAT_1_TIMINGS.items():
+        if old in diagnostics and new not in diagnostics:
+            diagnostics[new] = diagnostics.pop(old)
 
 
 def load_posterior(path):
@@ -955,10 +986,10 @@ def load_posterior(path):
         with f:
             fmt = _string_attr(f, "uqzoo_format", "the root") \
                 if "uqzoo_format" in f.attrs else None
-            if fmt != FORMAT:
+            if fmt != FORMAT and fmt not in _OLD_FORMATS:
                 raise FileFormatError(
                     f"{where!r} is not a uqzoo posterior (uqzoo_format attribute is "
-                    f"{fmt!r}, expected {FORMAT!r})")
+                    f"{fmt!r}, expected {FORMAT!r} or an older {_OLD_FORMATS})")
             attrs = _root_attrs(f)
             spec = attrs["spec"]
             groups = _members(f, "")
@@ -997,6 +1028,8 @@ def load_posterior(path):
     for key, value in list(diagnostics.items()):
         if isinstance(value, np.ndarray) and value.ndim == 0:
             diagnostics[key] = value.item()
+    if fmt == "uqzoo.posterior/1":
+        _upgrade_format_1(attrs, diagnostics)
     try:
         return Posterior(
             spec=spec, method=attrs["method"], config=attrs["config"], seed=attrs["seed"],

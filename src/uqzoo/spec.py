@@ -25,6 +25,9 @@ __all__ = ["ACTIVATIONS", "MLPSpec"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
+# Keys older releases wrote into a spec that are no longer part of it.
+_LEGACY_KEYS = ("dropout",)
+
 # Widths beyond this are typos for the small networks uqzoo is about; the bound
 # keeps a typo from turning into an impossible allocation.
 _MAX_WIDTH = 1_000_000
@@ -49,8 +52,9 @@ class MLPSpec:
     prior_scale : float
         Standard deviation of the N(0, prior_scale²) prior on every weight and
         bias. MAP training uses the matching weight decay.
-    dropout : float
-        Dropout rate on hidden units, in [0, 1); used by MC dropout.
+
+    The spec is the architecture and prior only: what a method does on top
+    (MC dropout's rate, an ensemble's size) lives in that method's ``Config``.
 
     Examples
     --------
@@ -67,7 +71,6 @@ class MLPSpec:
     hidden: tuple[int, ...] = (10, 10)
     activation: str = "tanh"
     prior_scale: float = 1.0
-    dropout: float = 0.0
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -85,8 +88,6 @@ class MLPSpec:
         set_(self, "activation", check_choice(self.activation, "activation", ACTIVATIONS))
         set_(self, "prior_scale", check_float(self.prior_scale, "prior_scale", low=0.0,
                                               low_open=True))
-        set_(self, "dropout", check_float(self.dropout, "dropout", low=0.0, high=1.0,
-                                          high_open=True))
 
     @property
     def n_outputs(self) -> int:
@@ -121,7 +122,14 @@ class MLPSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> MLPSpec:
-        return cls(**{**d, "hidden": tuple(d["hidden"])})
+        """The spec from :meth:`to_dict`'s form, also as written by older releases.
+
+        Format 1 files (uqzoo 0.1) carried MC dropout's rate as ``"dropout"``
+        in every spec; it is not part of the architecture and is dropped here
+        (an MC-dropout posterior keeps its rate in its config).
+        """
+        fields = {k: v for k, v in d.items() if k not in _LEGACY_KEYS}
+        return cls(**{**fields, "hidden": tuple(fields["hidden"])})
 
     # -- parameter layout helpers -------------------------------------------------
 

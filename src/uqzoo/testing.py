@@ -22,7 +22,7 @@ the method and what went wrong.
 Example
 -------
 >>> from uqzoo.testing import check_method
->>> report = check_method("hmc", num_warmup=20, num_samples=10)   # doctest: +SKIP
+>>> report = check_method("hmc", num_warmup=20, num_samples=40)   # doctest: +SKIP
 >>> report.passed                                                   # doctest: +SKIP
 ['returns a Posterior', 'probabilities (S, N, K) sum to one', ...]
 """

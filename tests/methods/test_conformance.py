@@ -11,7 +11,7 @@ import uqzoo as uz
 from uqzoo.testing import check_method, method_available, tiny_data
 
 TINY_CONFIGS = {
-    "hmc": dict(num_warmup=20, num_samples=10, num_chains=2),
+    "hmc": dict(num_warmup=20, num_samples=20, num_chains=2),
     "mfvi": dict(num_steps=200, num_samples=20),
     "mc_dropout": dict(num_epochs=50, num_samples=20, dropout=0.2),
     "ensemble": dict(num_members=3, num_epochs=50),

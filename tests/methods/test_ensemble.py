@@ -33,7 +33,7 @@ def test_draws_are_the_members(post, data):
     assert probs.shape == (3, data.n_test, 2)
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
     assert post.diagnostics["loss"].shape == (3, OPTIONS["num_epochs"])
-    assert post.diagnostics["fit_seconds"] > 0
+    assert post.diagnostics["seconds"] > 0 and post.diagnostics["seconds_training"] > 0
     assert post.config["num_members"] == 3 and post.seed == 3
 
 

@@ -84,7 +84,7 @@ def logistic():
 
 def test_logistic_regression_matches_quadrature(logistic):
     data, spec, (mean_ref, sd_ref) = logistic
-    post = uz.fit("hmc", spec, data, seed=1, num_warmup=300, num_samples=500,
+    post = uz.fit("hmc", spec, data, seed=1, num_warmup=300, num_samples=2000,
                   progress_bar=False)
     assert post.converged, post.warnings
     assert post.sample_shape == (4, 500)
@@ -97,7 +97,7 @@ def test_pyro_backend_matches_quadrature(logistic):
         # 2 short chains: an R-hat slightly above 1.01 is possible and not the point here.
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
         post = uz.fit("hmc", spec, data, seed=2, backend="pyro", jit_compile=False,
-                      num_warmup=150, num_samples=300, num_chains=2, progress_bar=False)
+                      num_warmup=150, num_samples=600, num_chains=2, progress_bar=False)
     assert post.sample_stats["diverging"].shape == (2, 300)
     assert post.sample_stats["step_size"].min() > 0
     assert_matches_reference(post, mean_ref, sd_ref)
@@ -149,10 +149,11 @@ def test_draws_match_numpyro_mcmc_within_monte_carlo_error(logistic):
     from numpyro.infer import MCMC, NUTS
 
     data, spec, _ = logistic
-    settings = dict(num_warmup=300, num_samples=1000, num_chains=2)
-    post = uz.fit("hmc", spec, data, seed=3, progress_bar=False, **settings)
+    settings = dict(num_warmup=300, num_chains=2)
+    post = uz.fit("hmc", spec, data, seed=3, progress_bar=False, num_samples=2000, **settings)
+    # NumPyro's num_samples is per chain, uqzoo's the total.
     mcmc = MCMC(NUTS(hmc._numpyro_model(spec, hierarchical=False)), chain_method="sequential",
-                progress_bar=False, **settings)
+                progress_bar=False, num_samples=1000, **settings)
     mcmc.run(jax.random.key(3), data.X_train.astype(np.float32), data.y_train.astype(np.int32))
     samples = mcmc.get_samples(group_by_chain=True)
     reference = np.concatenate([np.asarray(samples["layers.0.weight"])[:, :, 0, :],
@@ -206,7 +207,7 @@ def test_driver_runs_the_chain_numpyro_mcmc_runs_from_the_same_state(logistic):
 def test_same_seed_and_chain_method_give_identical_draws(logistic, chain_method):
     """The promise that holds: same seed, settings and machine, same bits."""
     data, spec, _ = logistic
-    kwargs = dict(num_warmup=30, num_samples=20, num_chains=3, chain_method=chain_method,
+    kwargs = dict(num_warmup=30, num_samples=60, num_chains=3, chain_method=chain_method,
                   progress_bar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
@@ -228,7 +229,7 @@ def test_chain_methods_sample_the_same_posterior(logistic):
     rounding difference. So means are compared within Monte Carlo error.
     """
     data, spec, _ = logistic
-    kwargs = dict(num_warmup=200, num_samples=500, num_chains=3, progress_bar=False)
+    kwargs = dict(num_warmup=200, num_samples=1500, num_chains=3, progress_bar=False)
     fits = {method: uz.fit("hmc", spec, data, seed=5, chain_method=method, **kwargs)
             for method in hmc.CHAIN_METHODS}
     for post in fits.values():
@@ -252,7 +253,7 @@ X = rng.normal(size=(30, 2))
 y = (rng.random(30) < 1 / (1 + np.exp(-(X @ [1.0, -0.5] + 0.3)))).astype(int)
 data = uz.ClassificationData(X, y, X[:5], y[:5], n_classes=2)
 spec = uz.MLPSpec(2, 2, hidden=())
-kwargs = dict(num_warmup=30, num_samples=20, num_chains=3, progress_bar=False)
+kwargs = dict(num_warmup=30, num_samples=60, num_chains=3, progress_bar=False)
 assert len(hmc._cpu_devices()) == 2
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", uz.ConvergenceWarning)
@@ -285,7 +286,7 @@ def test_parallel_chains_on_several_jax_cpu_devices():
 
 def test_diagnostics_and_sample_stats(logistic):
     data, spec, _ = logistic
-    post = uz.fit("hmc", spec, data, seed=1, num_warmup=300, num_samples=500,
+    post = uz.fit("hmc", spec, data, seed=1, num_warmup=300, num_samples=2000,
                   progress_bar=False)
     for name in ("diverging", "acceptance_rate", "n_steps", "tree_depth", "step_size",
                  "energy", "lp"):
@@ -304,7 +305,7 @@ def test_short_run_warns_and_is_marked():
     data = logistic_data()
     spec = uz.MLPSpec(2, 2, hidden=(3,))
     with pytest.warns(uz.ConvergenceWarning, match="R-hat|diverged"):
-        post = uz.fit("hmc", spec, data, seed=0, num_warmup=5, num_samples=8,
+        post = uz.fit("hmc", spec, data, seed=0, num_warmup=5, num_samples=16,
                       num_chains=2, progress_bar=False)
     assert post.converged is False
     assert post.warnings and all(w.startswith("hmc:") for w in post.warnings)
@@ -318,7 +319,7 @@ def test_hierarchical_and_float64_run_and_do_not_leak_x64():
     spec = uz.MLPSpec(2, 2, hidden=(3,))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
-        post = uz.fit("hmc", spec, data, seed=0, num_warmup=30, num_samples=10,
+        post = uz.fit("hmc", spec, data, seed=0, num_warmup=30, num_samples=20,
                       num_chains=2, hierarchical=True, float64=True, init="prior",
                       progress_bar=False)
     assert post.sample_stats["layer_scale"].shape == (2, 10, 2)

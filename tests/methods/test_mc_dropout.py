@@ -12,8 +12,8 @@ from _float32_reference import U32, forward64, proba64
 from uqzoo.methods import mc_dropout
 from uqzoo.nets import torch as tnet
 
-OPTIONS = dict(num_samples=400, num_epochs=150, learning_rate=0.02)
 RATE = 0.2
+OPTIONS = dict(dropout=RATE, num_samples=400, num_epochs=150, learning_rate=0.02)
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def spec(data):
-    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8), dropout=RATE)
+    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8))
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +114,12 @@ def test_per_row_draws_are_the_network_under_each_rows_masks(post, spec, data):
             assert np.all(np.abs(per_row[s, i] - expected[s]) <= 2 * proba64(spec, ref, bound)[1])
 
 
-def test_rate_comes_from_spec_or_config(spec, data):
-    with pytest.raises(uz.InvalidInputError, match="dropout rate"):
-        uz.fit("mc_dropout", uz.MLPSpec(data.n_features, 2, hidden=(8, 8)), data,
-               progress_bar=False)
+def test_the_rate_is_a_config_option_and_bad_options_are_named(spec, data):
+    assert uz.methods.make_config("mc_dropout").dropout == 0.1
+    with pytest.raises(uz.InvalidInputError, match="dropout"):
+        uz.fit("mc_dropout", spec, data, dropout=0.0)
+    with pytest.raises(uz.InvalidInputError, match="hidden layer"):
+        uz.fit("mc_dropout", uz.MLPSpec(data.n_features, 2, hidden=()), data)
     with pytest.raises(uz.InvalidInputError, match="dropout"):
         uz.fit("mc_dropout", spec, data, dropout=1.0)
     with pytest.raises(uz.InvalidInputError, match="num_samples"):

@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -62,8 +63,9 @@ class Method(Protocol):
     from ``seed`` (same seed, same draws) and returns a :class:`Posterior`
     whose ``draws`` are S parameter sets in the shared layout, with the
     method's name, its config (``dataclasses.asdict(config)``), the seed,
-    ``sample_shape`` ((chains, draws) or (1, S)), diagnostics with the fit's
-    wall time under ``"seconds"``, and ``converged``/``warnings`` where the
+    ``sample_shape`` ((chains, draws) or (1, S)), diagnostics (timings of
+    its phases as ``"seconds_<phase>"``; :func:`fit` adds the whole fit's
+    wall time as ``"seconds"``), and ``converged``/``warnings`` where the
     method can tell. ``uqzoo.testing.check_method`` checks all of it.
     """
 
@@ -181,7 +183,12 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
         )
     seed = check_seed(seed)
     cfg = make_config(method, **config)
+    start = time.perf_counter()
     posterior = module.fit(spec, data, cfg, seed=seed, progress_bar=bool(progress_bar))
+    seconds = time.perf_counter() - start
     # Methods see classes 0..K-1 only; the original labels they stand for are
     # attached here, once for all methods, and are saved with the posterior.
-    return dataclasses.replace(posterior, classes=data.classes)
+    # The wall time is measured here too, so that it is one key for every
+    # method; a method records only its phases, as "seconds_<phase>".
+    return dataclasses.replace(posterior, classes=data.classes,
+                               diagnostics={**posterior.diagnostics, "seconds": seconds})

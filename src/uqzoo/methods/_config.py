@@ -97,19 +97,19 @@ def check_draws(value: object, name: str, *, minimum: int = 1) -> int:
     return value
 
 
-def check_chain_sizes(num_chains: int, num_samples: int, num_warmup: int,
+def check_chain_sizes(num_chains: int, draws_per_chain: int, num_warmup: int,
                       thinning: int) -> None:
     """Bound a sampler's total draws and its iterations per chain."""
-    if num_chains * num_samples > MAX_DRAWS:
+    if num_chains * draws_per_chain > MAX_DRAWS:
         raise InvalidInputError(
-            f"num_chains × num_samples = {num_chains:,} × {num_samples:,} must be at most "
-            f"{MAX_DRAWS:,} draws (2**20: the Monte Carlo error is then 1/1024 of a posterior sd)")
-    iterations = num_warmup + num_samples * thinning
+            f"num_samples = {num_chains * draws_per_chain:,} must be at most {MAX_DRAWS:,} "
+            f"draws (2**20: the Monte Carlo error is then 1/1024 of a posterior sd)")
+    iterations = num_warmup + draws_per_chain * thinning
     if iterations > MAX_ITERATIONS:
         raise InvalidInputError(
-            f"num_warmup + num_samples × thinning = {iterations:,} iterations per chain must be "
-            f"at most {MAX_ITERATIONS:,} (at ~1 ms per iteration that is already about three "
-            f"hours)")
+            f"num_warmup + (num_samples / num_chains) × thinning = {iterations:,} iterations "
+            f"per chain must be at most {MAX_ITERATIONS:,} (at ~1 ms per iteration that is "
+            f"already about three hours)")
 
 
 def check_training_sizes(config: Any, num_members: int, members_name: str) -> None:

@@ -653,8 +653,8 @@ def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_
 
 def training_diagnostics(result: TrainResult, config: OptimizerConfig) -> dict:
     """The diagnostics every trained method records (loss traces, timings, early stops)."""
-    diag = {"loss": result.loss.astype(np.float32), "fit_seconds": float(result.seconds),
-            "train_seconds": float(result.seconds), "num_steps": int(result.num_steps)}
+    diag = {"loss": result.loss.astype(np.float32), "seconds_training": float(result.seconds),
+            "num_steps": int(result.num_steps)}
     if result.val_loss is not None:
         diag["val_loss"] = result.val_loss.astype(np.float32)
         diag["stopped_epoch"] = result.stopped_epoch.astype(np.int64)

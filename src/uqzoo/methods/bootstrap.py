@@ -17,7 +17,6 @@ DQN. NeurIPS.
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 
@@ -127,8 +126,6 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     [200, 200, 200]
     """
     check_draw_memory(spec, config.num_members, "num_members")
-    start = time.perf_counter()
-
     def resample(y, num_members, rng):
         return resample_counts(y, num_members, rng, stratified=config.stratified)
 
@@ -138,7 +135,6 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     diagnostics = _trainer.training_diagnostics(result, config)
     diagnostics["init_seeds"] = np.asarray(info["init_seeds"], dtype=np.int64)
     diagnostics["resample_counts"] = info["counts"].astype(np.int32)
-    diagnostics["fit_seconds"] = time.perf_counter() - start
     return Posterior(spec=spec, method="bootstrap", config=config_dict(config), seed=seed,
                      draws=result.params, diagnostics=diagnostics,
                      warnings=tuple(_trainer.training_warnings(result, config)))

@@ -66,7 +66,7 @@ import numpy as np
 
 from uqzoo import predictive as engine
 from uqzoo._validation import _show
-from uqzoo.errors import ConvergenceWarning, InvalidTypeError
+from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 from uqzoo.methods import _diagnostics
 from uqzoo.methods._config import (
     check_chain_sizes,
@@ -110,12 +110,14 @@ class Config:
     num_warmup : int
         Warm-up (adaptation) iterations per chain, discarded. Default 500.
     num_samples : int
-        Draws kept per chain (after thinning). Default 1000.
+        S, the draws kept in all, as for every method: each chain keeps
+        ``num_samples / num_chains`` of them (after thinning), so it must be
+        a multiple of ``num_chains``. Default 4000 (1000 per chain).
     num_chains : int
-        Independent chains; S = num_chains × num_samples. Default 4, enough
-        for split R-hat to mean something.
+        Independent chains. Default 4, enough for split R-hat to mean
+        something.
     thinning : int
-        Keep every ``thinning``-th iteration (num_samples × thinning
+        Keep every ``thinning``-th iteration (draws per chain × thinning
         iterations are run after warm-up). Default 1.
     target_accept : float
         Dual-averaging target acceptance probability, in (0, 1). Raise it
@@ -157,7 +159,7 @@ class Config:
     """
 
     num_warmup: int = 500
-    num_samples: int = 1000
+    num_samples: int = 4000
     num_chains: int = 4
     thinning: int = 1
     target_accept: float = 0.8
@@ -177,7 +179,11 @@ class Config:
         set_("num_samples", check_draws(self.num_samples, "num_samples"))
         set_("num_chains", check_members(self.num_chains, "num_chains"))
         set_("thinning", check_iterations(self.thinning, "thinning"))
-        check_chain_sizes(self.num_chains, self.num_samples, self.num_warmup, self.thinning)
+        if self.num_samples % self.num_chains:
+            raise InvalidInputError(
+                f"num_samples ({self.num_samples}) must be a multiple of num_chains "
+                f"({self.num_chains}): it is the total S, split evenly over the chains")
+        check_chain_sizes(self.num_chains, self.draws_per_chain, self.num_warmup, self.thinning)
         set_("target_accept", check_float(self.target_accept, "target_accept", low=0.0,
                                           high=1.0, low_open=True, high_open=True))
         set_("max_tree_depth", check_int(self.max_tree_depth, "max_tree_depth",
@@ -191,6 +197,11 @@ class Config:
         set_("jit_compile", check_bool(self.jit_compile, "jit_compile"))
         set_("num_diagnostic_points", check_int(self.num_diagnostic_points,
                                                 "num_diagnostic_points", minimum=1))
+
+    @property
+    def draws_per_chain(self) -> int:
+        """Draws each chain keeps: ``num_samples / num_chains``."""
+        return self.num_samples // self.num_chains
 
 
 # -- the model, in both backends --------------------------------------------------------
@@ -452,7 +463,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
                 progress(n * per_chain)
             t1 = time.perf_counter()
             pieces = []
-            for n in _chunks(cfg.num_samples):
+            for n in _chunks(cfg.draws_per_chain):
                 state, buf = program.segment(state, n, Xd, yd, thinning=cfg.thinning)
                 pieces.append(collect(buf, n))
                 progress(n * cfg.thinning * per_chain)
@@ -494,8 +505,8 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
     # the sampler's cost independent of the machine.
     extra: dict[str, Any] = {f"num_{k}" if k.startswith("divergent") else k:
                              int(sum(int(r[1][k]) for r in results)) for k in results[0][1]}
-    extra["warmup_seconds"] = float(max(r[2][0] for r in results))
-    extra["sampling_seconds"] = float(max(r[2][1] for r in results))
+    extra["seconds_warmup"] = float(max(r[2][0] for r in results))
+    extra["seconds_sampling"] = float(max(r[2][1] for r in results))
     return z, stats, extra
 
 
@@ -545,7 +556,7 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
         pyro.factor("log_likelihood", loglik)
 
     chain_seeds = np.random.SeedSequence(seed).spawn(cfg.num_chains)
-    iterations = cfg.num_samples * cfg.thinning
+    iterations = cfg.draws_per_chain * cfg.thinning
     z_chains, stat_chains = [], []
     t_start = time.perf_counter()
     for child in chain_seeds:
@@ -579,12 +590,12 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
         samples = mcmc.get_samples()
         keep = slice(cfg.thinning - 1, None, cfg.thinning)
         z_chains.append({k: v.detach().numpy()[keep] for k, v in samples.items()})
-        blocks = diverging.reshape(cfg.num_samples, cfg.thinning).any(axis=1)
+        blocks = diverging.reshape(cfg.draws_per_chain, cfg.thinning).any(axis=1)
         stat_chains.append({"diverging": blocks, "step_size": step_sizes[keep]})
     elapsed = time.perf_counter() - t_start
     z = {k: np.stack([c[k] for c in z_chains]) for k in z_chains[0]}
     stats = {k: np.stack([c[k] for c in stat_chains]) for k in stat_chains[0]}
-    return z, stats, {"seconds_pyro": elapsed}
+    return z, stats, {"seconds_chains": elapsed}  # pyro times warm-up and sampling together
 
 
 # -- fit --------------------------------------------------------------------------------
@@ -605,8 +616,8 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     Returns
     -------
     Posterior
-        ``draws`` of shape (num_chains × num_samples, *param_shape) with
-        ``sample_shape = (num_chains, num_samples)``; ``sample_stats`` per draw
+        ``draws`` of shape (num_samples, *param_shape) with
+        ``sample_shape = (num_chains, num_samples / num_chains)``; ``sample_stats`` per draw
         (see the module docstring); ``diagnostics`` with R-hat / ESS arrays
         (``rhat_predictive`` of shape (num_diagnostic_points, K'), K' = 1 for
         two classes, else K; ``rhat_layer_norm`` of shape (n_layers,); ...),
@@ -627,9 +638,9 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     >>> post.diagnostics["rhat_predictive"].max() < 1.01              # doctest: +SKIP
     True
     """
-    t0 = time.perf_counter()
     X, y = np.asarray(data.X_train), np.asarray(data.y_train)
-    iterations = config.num_chains * (config.num_warmup + config.num_samples * config.thinning)
+    iterations = config.num_chains * (config.num_warmup
+                                      + config.draws_per_chain * config.thinning)
     progress = _Progress(iterations, progress_bar, f"hmc ({config.backend})")
     try:
         if config.backend == "numpyro":
@@ -638,7 +649,7 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
             z, stats, timings = _run_pyro(spec, X, y, config, seed, progress)
     finally:
         progress.close()
-    chains, draws_per_chain = config.num_chains, config.num_samples
+    chains, draws_per_chain = config.num_chains, config.draws_per_chain
     params, scales = _to_layout(spec, config.hierarchical, z)
     flat = {k: v.reshape((chains * draws_per_chain, *v.shape[2:])).astype(np.float32)
             for k, v in params.items()}
@@ -647,7 +658,6 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
 
     diagnostics = _convergence_diagnostics(spec, flat, stats, X, config, seed)
     diagnostics.update(timings)
-    diagnostics["seconds"] = time.perf_counter() - t0
     messages = _convergence_messages(diagnostics, config, chains * draws_per_chain)
     for message in messages:
         warnings.warn(message, ConvergenceWarning, stacklevel=3)
@@ -659,7 +669,7 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
 
 def _convergence_diagnostics(spec: MLPSpec, draws: dict[str, np.ndarray], stats: dict,
                              X: np.ndarray, cfg: Config, seed: int) -> dict[str, Any]:
-    chains, per_chain = cfg.num_chains, cfg.num_samples
+    chains, per_chain = cfg.num_chains, cfg.draws_per_chain
     idx = _diagnostics.predictive_points(seed, X.shape[0], cfg.num_diagnostic_points)
     proba = engine.proba_draws(spec, draws, X[idx])                   # (S, n, K)
     if spec.n_classes == 2:
@@ -693,7 +703,7 @@ def _convergence_messages(diagnostics: dict, cfg: Config, num_draws: int) -> lis
     rhat = np.asarray(diagnostics["rhat_predictive"])
     if np.all(np.isnan(rhat)):
         messages.append(
-            f"hmc: R-hat could not be computed ({cfg.num_samples} draws per chain; at "
+            f"hmc: R-hat could not be computed ({cfg.draws_per_chain} draws per chain; at "
             f"least 4 are needed, or the predictive probabilities are constant), so "
             f"convergence is unchecked.")
     elif np.nanmax(rhat) > _diagnostics.RHAT_THRESHOLD:

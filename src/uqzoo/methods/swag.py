@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from typing import NamedTuple
 
 import jax
@@ -306,7 +305,6 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     """
     check_draw_memory(spec, config.num_samples, "num_samples")
     check_draw_memory(spec, config.num_runs * config.max_rank, "num_runs × max_rank")
-    start = time.perf_counter()
     ss_train, ss_draws = np.random.SeedSequence(seed).spawn(2)
     schedule = learning_rate_schedule(config.num_epochs, config.swa_start_epoch,
                                       config.learning_rate, config.swa_learning_rate)
@@ -332,7 +330,6 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
         swag_sq_mean=np.asarray(states.sq_mean, np.float32),
         swag_deviations=np.asarray(states.deviations, np.float32),
         num_snapshots=np.asarray(states.n, np.int64),
-        learning_rates=schedule,
-        fit_seconds=time.perf_counter() - start)
+        learning_rates=schedule)
     return Posterior(spec=spec, method="swag", config=config_dict(config), seed=seed,
                      draws=draws, diagnostics=diagnostics)

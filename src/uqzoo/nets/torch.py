@@ -169,22 +169,22 @@ def linearized_logits(spec: MLPSpec, anchor: Mapping[str, torch.Tensor],
 class MLP(nn.Module):
     """The spec's network as an ``nn.Module`` (state_dict keys match the layout).
 
-    Dropout, when ``spec.dropout > 0``, acts on every hidden layer's output in
-    training mode, the usual MC-dropout placement.
+    For interoperability (``torch.func.stack_module_state``, user code); the
+    forward pass is :func:`forward_logits`. ``dropout`` > 0 drops hidden units
+    per row in training mode, the usual MC-dropout placement.
     """
 
-    def __init__(self, spec: MLPSpec):
+    def __init__(self, spec: MLPSpec, dropout: float = 0.0):
         super().__init__()
         self.spec = spec
+        self.dropout = float(dropout)
         sizes = spec.layer_sizes
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(sizes))
-        self.dropout = nn.Dropout(spec.dropout)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        act = _ACTIVATIONS[self.spec.activation]
-        h = X
-        for i, layer in enumerate(self.layers):
-            h = layer(h)
-            if i < len(self.layers) - 1:
-                h = self.dropout(act(h))
-        return h
+        masks = None
+        if self.training and self.dropout > 0:
+            ones = X.new_ones
+            masks = [nn.functional.dropout(ones((*X.shape[:-1], width)), self.dropout)
+                     for width in self.spec.hidden]
+        return forward_logits(self.spec, dict(self.named_parameters()), X, hidden_masks=masks)

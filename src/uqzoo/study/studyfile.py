@@ -62,7 +62,7 @@ DEFAULT_DELTA = 0.2
 
 _TOP_KEYS = ("study", "spec", "datasets", "methods")
 _STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed")
-_SPEC_KEYS = ("hidden", "activation", "prior_scale", "dropout")
+_SPEC_KEYS = ("hidden", "activation", "prior_scale")
 _ENTRY_KEYS = ("name", "label", "options", "grid")
 _METHOD_KEYS = ("name", "label", "config", "grid")
 # Data-set options the runner sets itself: the data seed comes from the task, and
@@ -394,16 +394,15 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
                                    f"integer widths like [10, 10], got {_show(hidden)}")
     if "activation" in spec:
         _check_str(spec["activation"], path, "spec.activation")
-    for name in ("prior_scale", "dropout"):
-        if name in spec:
-            spec[name] = _check_number(spec[name], path, f"spec.{name}")
+    if "prior_scale" in spec:
+        spec["prior_scale"] = _check_number(spec["prior_scale"], path, "spec.prior_scale")
     try:
         options: dict[str, Any] = {k: tuple(v) if k == "hidden" else v for k, v in spec.items()}
         made = MLPSpec(1, 2, **options)
     except UqzooError as exc:
         raise type(exc)(f"{_where(path, 'spec')}: {exc}") from None
     return {"hidden": list(made.hidden), "activation": made.activation,
-            "prior_scale": float(made.prior_scale), "dropout": float(made.dropout)}
+            "prior_scale": float(made.prior_scale)}
 
 
 # -- tasks ---------------------------------------------------------------------------------
@@ -503,7 +502,7 @@ class Study:
     delta : float
     seed : int
     spec : dict
-        ``hidden``, ``activation``, ``prior_scale``, ``dropout``.
+        ``hidden``, ``activation``, ``prior_scale``.
     source : str
         The file's text, kept in the store beside the results.
     """
