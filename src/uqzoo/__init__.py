@@ -42,10 +42,13 @@ _EXPORTS: dict[str, str] = {
     "load_posterior": "uqzoo.io",
     "fit": "uqzoo.methods",
     "Posterior": "uqzoo.posterior",
+    "LogitTransform": "uqzoo.predictive",
     "PredictiveSummary": "uqzoo.predictive",
     "proba_draws": "uqzoo.predictive",
     "summarize": "uqzoo.predictive",
     "MLPSpec": "uqzoo.spec",
+    "calibration_split": "uqzoo.recalibrate",
+    "recalibrate": "uqzoo.recalibrate",
     "UQClassifier": "uqzoo.sklearn",
 }
 
@@ -67,11 +70,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-# ``uz.evaluate`` and ``uz.compare`` are functions defined in submodules of the
-# same name. Importing such a submodule (``from uqzoo.evaluate import ...``)
-# makes the import system bind the *module* to the package attribute, which
-# would then hide the function; the package keeps the function instead.
-_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate"})
+# ``uz.evaluate``, ``uz.compare`` and ``uz.recalibrate`` are functions defined
+# in submodules of the same name. Importing such a submodule (``from
+# uqzoo.evaluate import ...``) makes the import system bind the *module* to the
+# package attribute, which would then hide the function; the package keeps the
+# function instead.
+_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate", "recalibrate"})
 
 
 class _Package(types.ModuleType):
@@ -99,6 +103,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.io import load_posterior
     from uqzoo.methods import fit
     from uqzoo.posterior import Posterior
-    from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
+    from uqzoo.predictive import LogitTransform, PredictiveSummary, proba_draws, summarize
+    from uqzoo.recalibrate import calibration_split, recalibrate
     from uqzoo.sklearn import UQClassifier
     from uqzoo.spec import MLPSpec

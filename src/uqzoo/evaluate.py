@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from uqzoo import _shift
 from uqzoo._validation import (
     DEFAULT_LEVELS,
     _show,
@@ -183,6 +184,21 @@ class EvalReport:
         The original label of each class 0..K-1 (``data.classes`` or
         ``posterior.classes``; ``(0, ..., K-1)`` when neither is known), as
         in the table's ``class`` column.
+    shift : pandas.DataFrame or None
+        With ``perturbations``: every table row under each perturbation, as
+        mean ± sd over the perturbed copies beside the clean value. Columns
+        ``perturbation`` (its label, e.g. ``"illumination:0.8-1.2"``),
+        ``family, low, high`` (the magnitude range), ``metric, variant, level,
+        class`` (as in ``table``), ``clean, mean, sd`` (sample sd over the
+        copies, ``ddof=1``) and ``k`` (copies that computed the row: coverage
+        needs the copy's ``p_true``, see :mod:`uqzoo.perturb`).
+    shift_copies : pandas.DataFrame or None
+        Every copy's headline numbers (its ``to_dict``): columns
+        ``perturbation, family, copy, magnitude, p_true, key, value``;
+        ``p_true`` says whether the copy's truth was ``"unchanged"``,
+        ``"recomputed"`` or ``"unavailable"``. ``to_dict`` adds their mean and
+        sd as ``"<key>_shift_mean"`` and ``"<key>_shift_sd"`` (with
+        ``"[<perturbation>]"`` appended when there are several).
     """
 
     table: pd.DataFrame
@@ -213,6 +229,8 @@ class EvalReport:
     failures: tuple[FitFailure, ...] = ()
     detection_roc: DetectionROC | None = None
     pd_at_far: PdAtFar | None = None
+    shift: pd.DataFrame | None = None
+    shift_copies: pd.DataFrame | None = None
 
     def value(self, metric: str, level: float | None = None, cls: object = None,
               variant: str | None = None) -> float:
@@ -281,6 +299,8 @@ class EvalReport:
                 out[f"pd_at_far@{key}"] = float(r.pd[i])
                 out[f"pd_at_far_lower@{key}"] = float(r.lower[i])
                 out[f"pd_at_far_upper@{key}"] = float(r.upper[i])
+        if self.shift_copies is not None:
+            out.update(_shift.headline(self.shift_copies, out))
         return out
 
     def summary(self) -> str:
@@ -315,6 +335,8 @@ class EvalReport:
                 f"Pd@FAR {far:g} {r.pd[i]:.3f} [{r.lower[i]:.3f}, {r.upper[i]:.3f}]"
                 for i, far in enumerate(r.far))
             lines.append(f"  detection ({r.n_targets} targets): AUROC {roc.auroc:.4f}  {pds}")
+        if self.shift_copies is not None:
+            lines += _shift.summary_lines(self.shift_copies, d, self.levels)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -412,7 +434,8 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
              p_true: object = None, chunk_size: int | None = None, n_bins: int = 15,
              side: str = "both", progress_bar: bool = False,
              far: Sequence[float] = DEFAULT_FARS,
-             interval: str = "equal_tailed") -> EvalReport:
+             interval: str = "equal_tailed", perturbations: object = None,
+             copies: int = 10, seed: int = 0) -> EvalReport:
     """Evaluate a posterior predictive: intervals, coverage, HCS, calibration, selection.
 
     Parameters
@@ -450,6 +473,21 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         Either way, a level that needs more draws than the posterior has is
         named in ``warnings``: a percentile interval from too few draws covers
         far less than its level, an order-statistic one is all of [0, 1].
+    perturbations : list, optional
+        Also evaluate on ``copies`` perturbed copies of the test set per entry
+        (:mod:`uqzoo.perturb`): a family name (``"illumination"``, its default
+        range), ``"family:low-high"``, ``(family, (low, high))``, a
+        :class:`~uqzoo.perturb.Perturbation`, or ready-made
+        :class:`~uqzoo.perturb.PerturbedCopies` of this data. Needs a
+        Posterior and a ClassificationData. Every metric then comes as mean ±
+        sd over the copies beside its clean value (``shift``,
+        ``shift_copies``, ``to_dict``, ``summary``). The copies are made one
+        at a time (memory: one copy).
+    copies : int
+        Perturbed copies per perturbation (K >= 1).
+    seed : int
+        Seed of the copies (magnitudes, noise, dropped features): the same
+        seed gives every method the same copies.
 
     Returns
     -------
@@ -488,6 +526,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     chunk = chunk_size or _DEFAULT_CHUNK
     if not isinstance(progress_bar, bool):
         raise InvalidTypeError(f"progress_bar must be True or False, got {_show(progress_bar)}")
+    shift_plan = _shift.plan(perturbations, copies, seed, posterior_or_draws, data_or_labels)
 
     X, y_raw, truth_raw, extras = _resolve_data(data_or_labels, p_true)
     is_posterior = hasattr(posterior_or_draws, "summarize")
@@ -532,7 +571,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     names = extras["class_names"] or tuple(str(c) for c in classes)
     warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ()) \
         + _draw_count_warnings(int(num_draws), levels, interval)
-    return EvalReport(
+    report = EvalReport(
         table=report_parts["table"], levels=levels, delta=delta, side=side, n_points=N,
         n_classes=K, num_draws=int(num_draws), class_names=names,
         mean=report_parts["mean"], y=y, p_true=truth,
@@ -547,6 +586,16 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         failures=_find_failures(report_parts, y, levels, names),
         detection_roc=report_parts["detection_roc"], pd_at_far=report_parts["pd_at_far"],
     )
+    if shift_plan is not None:
+        # Each copy is evaluated exactly as the clean data; only tables are combined.
+        shift, shift_copies = _shift.run(
+            shift_plan, data_or_labels, report.table,
+            lambda copy: evaluate(posterior_or_draws, copy, levels, delta,
+                                  chunk_size=chunk_size, n_bins=n_bins, side=side, far=fars,
+                                  interval=interval),
+            progress_bar=progress_bar)
+        report = dataclasses.replace(report, shift=shift, shift_copies=shift_copies)
+    return report
 
 
 def _draw_count_warnings(num_draws: int, levels: tuple[float, ...], interval: str

@@ -10,7 +10,9 @@ JSON string attribute):
 - ``/anchor``: the linearisation point of a "glm" predictive (Laplace);
 - root attributes: ``uqzoo_format``, ``method``, ``seed``, ``predictive``,
   ``converged``, and JSON strings ``config``, ``spec``, ``warnings``, ``classes``
-  (the original class labels, or null for 0..K-1), ``versions``.
+  (the original class labels, or null for 0..K-1), ``versions``, and, only for
+  a recalibrated posterior, ``logit_transform`` (:func:`uqzoo.recalibrate`:
+  kind, scale, shift and how it was fitted; files without it load with none).
 
 What a save guarantees
 ----------------------
@@ -196,6 +198,8 @@ def to_datatree(posterior) -> xr.DataTree:
         "classes": json.dumps(None if posterior.classes is None else list(posterior.classes)),
         "versions": json.dumps(_versions()),
     })
+    if posterior.logit_transform is not None:
+        root.attrs["logit_transform"] = json.dumps(posterior.logit_transform.to_dict())
     tree = xr.DataTree(dataset=root)
     for name, ds in groups.items():
         tree[name] = xr.DataTree(dataset=ds)
@@ -916,6 +920,7 @@ def _root_attrs(f) -> dict[str, Any]:
         raise _Bad(f"attribute 'classes' must be a JSON list or null, got "
                    f"{json.dumps(classes)[:80]}")
     out["classes"] = classes
+    out["logit_transform"] = _logit_transform(optional("logit_transform"), out["spec"])
     versions_text = optional("versions")
     if versions_text is not None:
         versions = _json(versions_text, "versions")
@@ -950,6 +955,24 @@ def _upgrade_format_1(attrs: dict[str, Any], diagnostics: dict[str, Any]) -> Non
     for old, new in _FORMAT_1_TIMINGS.items():
         if old in diagnostics and new not in diagnostics:
             diagnostics[new] = diagnostics.pop(old)
+
+
+def _logit_transform(text: str | None, spec) -> Any:
+    """The recalibration map of the root attribute ``logit_transform`` (absent: None)."""
+    from uqzoo.errors import InvalidInputError
+    from uqzoo.predictive import LogitTransform
+
+    if text is None:
+        return None
+    value = _json(text, "logit_transform")
+    try:
+        transform = LogitTransform.from_dict(value)
+    except (InvalidInputError, InvalidTypeError) as exc:
+        raise _Bad(f"attribute 'logit_transform' is not a valid logit transform: {exc}") from None
+    if transform.n_outputs != spec.n_outputs:
+        raise _Bad(f"attribute 'logit_transform' acts on {transform.n_outputs} logits; the "
+                   f"spec's network has {spec.n_outputs} (n_outputs)")
+    return transform
 
 
 def load_posterior(path):
@@ -1037,6 +1060,7 @@ def load_posterior(path):
             diagnostics=diagnostics,
             predictive=attrs["predictive"], anchor=anchor, converged=attrs["converged"],
             warnings=attrs["warnings"], classes=attrs["classes"],
+            logit_transform=attrs["logit_transform"],
         )
     except (TypeError, ValueError) as exc:
         raise FileFormatError(f"{where!r} is a damaged uqzoo posterior: {exc}") from exc

@@ -91,6 +91,10 @@ class Posterior:
     classes : tuple or None
         The original class labels (str, int, float or bool), in the order of
         the probability columns 0..K-1; None means the labels are 0..K-1.
+    logit_transform : LogitTransform or None
+        Post-hoc recalibration (temperature or vector scaling, fitted by
+        :func:`uqzoo.recalibrate`) that the predictive engine applies to
+        every draw's logits before they become probabilities; None for none.
     """
 
     spec: MLPSpec
@@ -106,6 +110,7 @@ class Posterior:
     converged: bool | None = None
     warnings: tuple[str, ...] = ()
     classes: tuple[Any, ...] | None = None
+    logit_transform: engine.LogitTransform | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -161,6 +166,7 @@ class Posterior:
             set_(self, "converged", bool(self.converged))
         if self.classes is not None:
             set_(self, "classes", _check_classes(self.classes, self.spec.n_classes))
+        engine._check_transform(self.spec, self.logit_transform)
 
     # -- predictions ------------------------------------------------------------------
 
@@ -195,7 +201,7 @@ class Posterior:
         seed : int
         """
         return engine.proba_draws(self.spec, self._subset(num_samples, seed), X,
-                                              anchor=self._anchor())
+                                  anchor=self._anchor(), logit_transform=self.logit_transform)
 
     def predict_proba(self, X: object) -> np.ndarray:
         """Posterior-mean class probabilities, shape (N, K), float64.
@@ -223,7 +229,8 @@ class Posterior:
         :func:`uqzoo.predictive.summarize`. Memory O(S × chunk_size) per worker."""
         return engine.summarize(self.spec, self.draws, X, levels, anchor=self._anchor(),
                                 chunk_size=chunk_size, interval=interval,
-                                workers=workers, progress_bar=progress_bar)
+                                workers=workers, progress_bar=progress_bar,
+                                logit_transform=self.logit_transform)
 
     def _anchor(self):
         return self.anchor if self.predictive == "glm" else None
@@ -246,6 +253,7 @@ class Posterior:
 
     def __repr__(self) -> str:
         flag = {True: "", False: ", NOT CONVERGED", None: ""}[self.converged]
+        recal = "" if self.logit_transform is None else f", {self.logit_transform!r}"
         return (f"Posterior(method={self.method!r}, draws={self.num_draws}, "
                 f"sample_shape={self.sample_shape}, predictive={self.predictive!r}, "
-                f"seed={self.seed}{flag})")
+                f"seed={self.seed}{flag}{recal})")

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,8 +44,11 @@ from uqzoo.spec import MLPSpec
 
 __all__ = [
     "DEFAULT_LEVELS",
+    "LOGIT_TRANSFORMS",
+    "LogitTransform",
     "PredictiveSummary",
     "default_workers",
+    "logit_draws",
     "proba_draws",
     "summarize",
 ]
@@ -76,6 +81,126 @@ _BLOCK_ELEMENTS = 400    # ... and G·h_in·h_out at most (per-draw waste bound)
 
 _INPLACE_ACTIVATIONS = {"tanh": torch.Tensor.tanh_, "relu": torch.Tensor.relu_,
                         "sigmoid": torch.Tensor.sigmoid_}
+
+LOGIT_TRANSFORMS = ("temperature", "vector")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LogitTransform:
+    """An affine map z ↦ scale · z + shift applied to every draw's logits.
+
+    Post-hoc recalibration (:func:`uqzoo.recalibrate`) fits one; the engine
+    applies it wherever logits become probabilities, before the sigmoid or
+    softmax, for every draw, so means, intervals and entropies all see the
+    recalibrated probabilities.
+
+    Attributes
+    ----------
+    kind : {"temperature", "vector"}
+        ``"temperature"``: z / T with one T > 0 for every logit (Guo et al.
+        2017); ``"vector"``: w ⊙ z + b with one (w_k, b_k) per logit (vector
+        scaling, W = diag(w); for two classes, whose network has one logit,
+        this is Platt scaling of that logit).
+    scale : float64 ndarray of shape (n_outputs,)
+        1 / T for every logit, or w.
+    shift : float64 ndarray of shape (n_outputs,)
+        0, or b.
+    info : dict
+        Provenance, JSON-plain: how and on what the transform was fitted
+        (method, seed, calibration points, NLL before and after, ...).
+    """
+
+    kind: str
+    scale: np.ndarray
+    shift: np.ndarray
+    info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        kind = check_choice(self.kind, "kind", LOGIT_TRANSFORMS)
+        scale = np.array(self.scale, dtype=np.float64).reshape(-1)
+        shift = np.array(self.shift, dtype=np.float64).reshape(-1)
+        if scale.shape != shift.shape or scale.size == 0:
+            raise InvalidInputError(
+                f"scale and shift must be 1-D of one length (n_outputs), got shapes "
+                f"{np.shape(self.scale)} and {np.shape(self.shift)}")
+        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(shift))):
+            raise InvalidInputError("scale and shift must be finite")
+        if kind == "temperature" and (np.any(scale <= 0) or np.any(scale != scale[0])
+                                      or np.any(shift != 0)):
+            raise InvalidInputError(
+                "a temperature transform has one positive scale 1/T for every logit and no "
+                f"shift, got scale {scale.tolist()} and shift {shift.tolist()}")
+        if not isinstance(self.info, Mapping):
+            raise InvalidTypeError(f"info must be a dict, got {type(self.info).__name__}")
+        try:
+            info = json.loads(json.dumps(dict(self.info)))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"info must be JSON-serialisable: {exc}") from None
+        scale.flags.writeable = False
+        shift.flags.writeable = False
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "shift", shift)
+        object.__setattr__(self, "info", info)
+
+    @classmethod
+    def from_temperature(cls, temperature: float, n_outputs: int,
+                         info: Mapping[str, Any] | None = None) -> LogitTransform:
+        """z / T on all ``n_outputs`` logits."""
+        from uqzoo._validation import check_float
+        T = check_float(temperature, "temperature", low=0.0, low_open=True)
+        return cls("temperature", np.full(n_outputs, 1.0 / T), np.zeros(n_outputs),
+                   dict(info or {}))
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.scale.shape[0])
+
+    @property
+    def temperature(self) -> float | None:
+        """T for a temperature transform, None for vector scaling."""
+        return 1.0 / float(self.scale[0]) if self.kind == "temperature" else None
+
+    def apply(self, logits: np.ndarray) -> np.ndarray:
+        """The transformed (..., n_outputs) logits, float64 (a reference for the engine)."""
+        return np.asarray(logits, dtype=np.float64) * self.scale + self.shift
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form, as saved in a posterior file."""
+        return {"kind": self.kind, "scale": self.scale.tolist(),
+                "shift": self.shift.tolist(), "info": dict(self.info)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LogitTransform:
+        if not isinstance(d, Mapping) or set(d) != {"kind", "scale", "shift", "info"}:
+            raise InvalidInputError(
+                "a logit transform is a dict with keys 'info', 'kind', 'scale' and 'shift', "
+                f"got {sorted(d) if isinstance(d, Mapping) else type(d).__name__}")
+        for key in ("scale", "shift"):
+            values = d[key]
+            if not isinstance(values, list) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                raise InvalidInputError(f"logit transform {key!r} must be a list of numbers")
+        return cls(d["kind"], d["scale"], d["shift"], d["info"])
+
+    def __repr__(self) -> str:
+        if self.kind == "temperature":
+            return f"LogitTransform(temperature={self.temperature:.4g})"
+        return (f"LogitTransform(vector, w={np.round(self.scale, 4).tolist()}, "
+                f"b={np.round(self.shift, 4).tolist()})")
+
+
+def _check_transform(spec: MLPSpec, transform: object) -> LogitTransform | None:
+    if transform is None:
+        return None
+    if not isinstance(transform, LogitTransform):
+        raise InvalidTypeError(
+            f"logit_transform must be a LogitTransform or None, got {type(transform).__name__}")
+    if transform.n_outputs != spec.n_outputs:
+        raise InvalidInputError(
+            f"logit_transform acts on {transform.n_outputs} logits; the spec's network has "
+            f"{spec.n_outputs} (n_outputs)")
+    return transform
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -168,13 +293,23 @@ class _Forward:
 
     With an ``anchor`` the network is linearised around it instead
     (:func:`uqzoo.nets.torch.linearized_logits`, draw-major, then transposed).
+    A ``transform`` (recalibration) is applied in place to the finished
+    logits, so every path below -- probabilities, means, bounds, entropies --
+    sees the transformed ones.
     """
 
     def __init__(self, spec: MLPSpec, draws: Mapping[str, np.ndarray],
-                 anchor: Mapping[str, np.ndarray] | None):
+                 anchor: Mapping[str, np.ndarray] | None,
+                 transform: LogitTransform | None = None):
         self.spec = spec
         self.num_draws = S = next(iter(draws.values())).shape[0]
         self.activation = _INPLACE_ACTIVATIONS[spec.activation]
+        self.scale: torch.Tensor | None = None
+        self.shift: torch.Tensor | None = None
+        if transform is not None:
+            self.scale = torch.from_numpy(transform.scale.astype(np.float32))
+            if np.any(transform.shift != 0):
+                self.shift = torch.from_numpy(transform.shift.astype(np.float32))
         self.anchor: dict[str, torch.Tensor] | None = None
         if anchor is not None:
             self.params = tnet.to_tensors(draws)
@@ -223,6 +358,17 @@ class _Forward:
     def logits(self, X: torch.Tensor, out: torch.Tensor,
                workspace: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """Fill ``out`` (n, S·n_outputs) with the logits of chunk X (n, D); return it."""
+        self._raw_logits(X, out, workspace)
+        if self.scale is not None:
+            # (n, S, n_outputs): the per-logit scale and shift broadcast over draws.
+            view = out.view(X.shape[0], self.num_draws, -1)
+            view.mul_(self.scale)
+            if self.shift is not None:
+                view.add_(self.shift)
+        return out
+
+    def _raw_logits(self, X: torch.Tensor, out: torch.Tensor,
+                    workspace: tuple[torch.Tensor, ...]) -> torch.Tensor:
         n = X.shape[0]
         if self.anchor is not None:
             lin = tnet.linearized_logits(self.spec, self.anchor, self.params, X)
@@ -299,7 +445,8 @@ def _binary_proba(logits: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
                         anchor: Mapping | None = None,
-                        chunk_size: int | None = None) -> np.ndarray:
+                        chunk_size: int | None = None,
+                        logit_transform: LogitTransform | None = None) -> np.ndarray:
     """Class probabilities of every parameter draw at every point (the engine).
 
     :meth:`Posterior.predict_proba_draws` is the user-facing form: it takes
@@ -317,6 +464,9 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
         Laplace "glm" predictive) instead of evaluated at each draw.
     chunk_size : int, optional
         Rows per chunk; by default sized to keep each work buffer under 16 MiB.
+    logit_transform : LogitTransform, optional
+        Applied to every draw's logits before the sigmoid or softmax
+        (recalibration, :func:`uqzoo.recalibrate`).
 
     Returns
     -------
@@ -331,7 +481,7 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
     (5, 7, 2)
     """
     draws, X, anchor = _prepare(spec, draws, X, anchor)
-    forward = _Forward(spec, draws, anchor)
+    forward = _Forward(spec, draws, anchor, _check_transform(spec, logit_transform))
     S, N, K = forward.num_draws, X.shape[0], spec.n_classes
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
     workspace = forward.workspace(chunk)
@@ -343,6 +493,45 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
         z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, -1)
         p = _binary_proba(z) if K == 2 else torch.softmax(z, dim=-1)
         out[:, start:start + n] = p.transpose(0, 1).numpy()
+    return out
+
+
+@torch.no_grad()
+def logit_draws(spec: MLPSpec, draws: Mapping, X: object, *, anchor: Mapping | None = None,
+                chunk_size: int | None = None,
+                logit_transform: LogitTransform | None = None) -> np.ndarray:
+    """The logits of every parameter draw at every point, before any link.
+
+    What :func:`proba_draws` feeds to the sigmoid or softmax (post-hoc
+    recalibration fits its transform on these). Arguments as
+    :func:`proba_draws`.
+
+    Returns
+    -------
+    ndarray of shape (S, N, n_outputs), float32
+        ``n_outputs`` is 1 for two classes (the logit of class 1), K otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np, uqzoo as uz
+    >>> from uqzoo.predictive import logit_draws
+    >>> spec = uz.MLPSpec(3, 2, hidden=(4,))
+    >>> draws = spec.init_params(seed=0, num=5)
+    >>> logit_draws(spec, draws, np.zeros((7, 3))).shape
+    (5, 7, 1)
+    """
+    draws, X, anchor = _prepare(spec, draws, X, anchor)
+    forward = _Forward(spec, draws, anchor, _check_transform(spec, logit_transform))
+    S, N, n_out = forward.num_draws, X.shape[0], spec.n_outputs
+    chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
+    workspace = forward.workspace(chunk)
+    logits_buf = torch.empty(chunk, S * n_out)
+    out = np.empty((S, N, n_out), dtype=np.float32)
+    for start in range(0, N, chunk):
+        xc = _tensor(X[start:start + chunk])
+        n = xc.shape[0]
+        z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, n_out)
+        out[:, start:start + n] = z.transpose(0, 1).numpy()
     return out
 
 
@@ -422,13 +611,17 @@ class _Summarizer:
         zn = z.numpy()
         _select_in_place(zn)
         sel = zn[:, self.ranks].astype(np.float64)
-        q1 = _interpolate(1.0 / (1.0 + np.exp(-sel)), self.ranks, self.plan)   # (2L, n)
+        # exp overflows to inf for logits beyond ±709 (a strong recalibration can
+        # scale them there); 1 / (1 + inf) = 0 is then the right probability.
+        with np.errstate(over="ignore"):
+            q1 = _interpolate(1.0 / (1.0 + np.exp(-sel)), self.ranks, self.plan)  # (2L, n)
         self.lower[:, start:stop, 1] = q1[0::2]
         self.upper[:, start:stop, 1] = q1[1::2]
         # σ(-z) is decreasing, so class 0's lower bound at level L interpolates
         # σ(-z) at the ranks of class 1's upper bound, with the same fractions:
         # Q_q(1 - p) = 1 - Q_{1-q}(p) exactly, without the cancellation of 1 - p.
-        q0 = _interpolate(1.0 / (1.0 + np.exp(sel)), self.ranks, self.plan)
+        with np.errstate(over="ignore"):
+            q0 = _interpolate(1.0 / (1.0 + np.exp(sel)), self.ranks, self.plan)
         self.lower[:, start:stop, 0] = q0[1::2]
         self.upper[:, start:stop, 0] = q0[0::2]
 
@@ -463,7 +656,8 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
               levels: Sequence[float] = DEFAULT_LEVELS, *,
               anchor: Mapping | None = None, chunk_size: int | None = None,
               interval: str = "equal_tailed", workers: int | None = None,
-              progress_bar: bool = False) -> PredictiveSummary:
+              progress_bar: bool = False,
+              logit_transform: LogitTransform | None = None) -> PredictiveSummary:
     """Stream the posterior predictive over X in chunks and summarise each point.
 
     Parameters
@@ -490,6 +684,9 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
         threads as the caller set them.
     progress_bar : bool
         Show a tqdm bar over chunks.
+    logit_transform : LogitTransform, optional
+        Applied to every draw's logits before the sigmoid or softmax
+        (recalibration, :func:`uqzoo.recalibrate`).
 
     Returns
     -------
@@ -526,7 +723,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     """
     levels = check_levels(levels)
     draws, X, anchor = _prepare(spec, draws, X, anchor)
-    forward = _Forward(spec, draws, anchor)
+    forward = _Forward(spec, draws, anchor, _check_transform(spec, logit_transform))
     S, N, K = forward.num_draws, X.shape[0], spec.n_classes
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
