@@ -37,6 +37,18 @@ def test_sim_teacher_binary_p_true_is_calibrated():
     assert_calibrated(data.p_true_test[:, 1], data.y_test)
 
 
+@pytest.mark.parametrize("teacher", [
+    dict(teacher_hidden=(30,), teacher_activation="relu", teacher_prior="fan_in",
+         teacher_prior_scale=2.0),
+    dict(teacher_prior="fan_in", teacher_prior_scale=2.0),
+])
+def test_sim_teacher_p_true_is_calibrated_for_other_teachers(teacher):
+    """The mis-specified (wide ReLU) and fan-in-prior teachers: same calibration check."""
+    data = datasets.load("sim-teacher", p=5, n_train=200, n_test=100_000, seed=6,
+                         teacher_seed=1, **teacher)
+    assert_calibrated(data.p_true_test[:, 1], data.y_test)
+
+
 def test_sim_teacher_multiclass_p_true_is_calibrated_per_class():
     data = datasets.load("sim-teacher", p=4, n_classes=3, n_train=200, n_test=100_000, seed=4)
     for k in range(3):

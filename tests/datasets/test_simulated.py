@@ -72,3 +72,70 @@ def test_logit_scale_sharpens():
 def test_bad_options(bad, error):
     with pytest.raises(error):
         datasets.load("sim-teacher", **bad)
+
+
+def test_teacher_architecture_and_prior_are_options():
+    data = datasets.load("sim-teacher", p=4, n_train=50, n_test=300, seed=2, teacher_seed=3,
+                         teacher_hidden=(30,), teacher_activation="relu",
+                         teacher_prior="fan_in", teacher_prior_scale=2.0)
+    teacher = data.meta["teacher"]
+    assert teacher["layers.0.weight"].shape == (30, 4)
+    assert teacher["layers.1.weight"].shape == (1, 30)
+    assert (data.meta["teacher_hidden"], data.meta["teacher_activation"],
+            data.meta["teacher_prior"], data.meta["teacher_prior_scale"]) == (
+        (30,), "relu", "fan_in", 2.0)
+    # p_true is the ReLU teacher's sigmoid: relu(W0 x + b0) then the output layer.
+    X = np.asarray(data.X_test, dtype=np.float64)
+    hidden = np.maximum(X @ teacher["layers.0.weight"].T + teacher["layers.0.bias"], 0.0)
+    logits = hidden @ teacher["layers.1.weight"].T[:, 0] + teacher["layers.1.bias"][0]
+    np.testing.assert_allclose(data.p_true_test[:, 1], 1 / (1 + np.exp(-logits)), rtol=1e-6)
+    np.testing.assert_allclose(teacher_logits(teacher, X, activation="relu")[:, 0], logits,
+                               rtol=1e-10)
+    # A logistic-regression truth: no hidden layer.
+    linear = datasets.load("sim-teacher", n_train=50, n_test=10, teacher_hidden=())
+    assert list(linear.meta["teacher"]) == ["layers.0.weight", "layers.0.bias"]
+
+
+def test_fan_in_teacher_weights_have_the_fan_in_prior_sd():
+    """Weights of a layer with n inputs are N(0, s²/n), biases N(0, s²): the sample sd of
+    each layer's weights is within a few standard errors of s/√n (sd of a normal sample
+    sd: σ/√(2(m−1)) for m draws)."""
+    s = 1.7
+    data = datasets.load("sim-teacher", p=200, n_train=10, n_test=10,
+                         teacher_hidden=(400, 300), teacher_prior="fan_in",
+                         teacher_prior_scale=s)
+    teacher = data.meta["teacher"]
+    for i, fan_in in enumerate((200, 400, 300)):
+        for part, sd in (("weight", s / np.sqrt(fan_in)), ("bias", s)):
+            values = teacher[f"layers.{i}.{part}"].ravel()
+            if values.size < 100:       # the output bias is one number
+                continue
+            se = sd / np.sqrt(2 * (values.size - 1))
+            assert abs(values.std(ddof=1) - sd) < 5 * se, (i, part)
+    # The iid teacher with the same seed is the same draws, unscaled.
+    iid = datasets.load("sim-teacher", p=200, n_train=10, n_test=10,
+                        teacher_hidden=(400, 300))
+    np.testing.assert_allclose(teacher["layers.1.weight"],
+                               s / np.sqrt(400) * iid.meta["teacher"]["layers.1.weight"],
+                               rtol=1e-15)
+
+
+def test_default_teacher_is_unchanged_by_the_new_options():
+    a = datasets.load("sim-teacher", n_test=200, seed=4)
+    b = datasets.load("sim-teacher", n_test=200, seed=4, teacher_hidden=(10, 10),
+                      teacher_activation="tanh", teacher_prior="iid", teacher_prior_scale=1.0)
+    np.testing.assert_array_equal(a.p_true_test, b.p_true_test)
+    assert a.meta["teacher_prior"] == "iid" and a.meta["teacher_hidden"] == (10, 10)
+
+
+@pytest.mark.parametrize("bad, error", [
+    (dict(teacher_hidden=(0,)), uz.InvalidInputError),
+    (dict(teacher_hidden="10"), uz.InvalidInputError),
+    (dict(teacher_hidden=(2.5,)), uz.InvalidTypeError),
+    (dict(teacher_activation="gelu"), uz.InvalidInputError),
+    (dict(teacher_prior="laplace"), uz.InvalidInputError),
+    (dict(teacher_prior_scale=0.0), uz.InvalidInputError),
+])
+def test_bad_teacher_options(bad, error):
+    with pytest.raises(error):
+        datasets.load("sim-teacher", **bad)
