@@ -26,8 +26,8 @@ import pandas as pd
 from uqzoo._validation import _show, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["RANKING_METRICS", "ShiftPlan", "headline", "plan", "rankings", "run",
-           "shift_key", "summary_lines"]
+__all__ = ["RANKING_METRICS", "ShiftPlan", "headline", "plan", "prepare", "rankings", "run",
+           "shift_key", "summary_lines", "table_columns"]
 
 SHIFT_COLUMNS = ["perturbation", "family", "low", "high", "metric", "variant", "level",
                  "class", "clean", "mean", "sd", "k"]
@@ -78,15 +78,36 @@ def plan(perturbations: object, copies: object, seed: object, posterior_or_draws
     """
     if perturbations is None:
         return None
+    if not hasattr(posterior_or_draws, "summarize"):
+        raise InvalidInputError(
+            "perturbations need a fitted Posterior, which can predict on the perturbed "
+            f"inputs; got {_show(posterior_or_draws)} (draws are fixed to one test set)")
+    return _parse(perturbations, copies, seed, data)
+
+
+def prepare(perturbations: object, copies: object, seed: object,
+            data: object) -> list[Any] | None:
+    """The copies of every perturbation, made once for all methods of a comparison.
+
+    Validates as :func:`plan` does (before any fit) and returns one
+    :class:`~uqzoo.perturb.PerturbedCopies` per entry; None without
+    perturbations.
+    """
+    if perturbations is None:
+        return None
+    from uqzoo import perturb
+    shift_plan = _parse(perturbations, copies, seed, data)
+    return [item.copies if item.copies is not None else
+            perturb.copies(data, item.perturbation, shift_plan.k, seed=shift_plan.seed)
+            for item in shift_plan.items]
+
+
+def _parse(perturbations: object, copies: object, seed: object, data: object) -> ShiftPlan:
     from uqzoo import perturb
     from uqzoo.datasets import ClassificationData
 
     k = check_int(copies, "copies", minimum=1)
     seed = check_seed(seed)
-    if not hasattr(posterior_or_draws, "summarize"):
-        raise InvalidInputError(
-            "perturbations need a fitted Posterior, which can predict on the perturbed "
-            f"inputs; got {_show(posterior_or_draws)} (draws are fixed to one test set)")
     if not isinstance(data, ClassificationData):
         raise InvalidTypeError(
             f"perturbations need a ClassificationData as data_or_labels (its X_test is "
@@ -222,6 +243,14 @@ def run(shift_plan: ShiftPlan, data: Any, clean_table: pd.DataFrame,
     return shift, pd.DataFrame(copy_rows, columns=COPY_COLUMNS)
 
 
+def table_columns(headline_columns: Sequence[str], columns: Sequence[str]) -> list[str]:
+    """The shift columns of a comparison table, in the order of their headline columns."""
+    out = []
+    for name in headline_columns:
+        out += [c for c in columns if c.startswith(f"{name}_shift_")]
+    return out
+
+
 def shift_key(key: str, label: str, labels: Sequence[str], stat: str) -> str:
     """``ece_shift_mean`` (one perturbation) or ``ece_shift_mean[noise:20-40]`` (several)."""
     base = f"{key}_shift_{stat}"
@@ -272,7 +301,7 @@ def _ranked_keys(clean: Mapping[str, Any]) -> list[tuple[str, str, float | None]
     for name, direction in RANKING_METRICS:
         if direction == "nominal":
             out += [(key, direction, float(key.split("@")[1])) for key in clean
-                    if key.startswith(f"{name}@")]
+                    if key.startswith(f"{name}@") and "_shift_" not in key]
         elif name in clean:
             out.append((name, direction, None))
     return out
@@ -303,7 +332,8 @@ def rankings(reports: Mapping[str, Any]) -> tuple[pd.DataFrame, tuple[str, ...]]
     changes : tuple of str
         One plain sentence per (perturbation, metric) whose order of methods
         differs clean and shifted, with the values and, for every pair that
-        swapped, in how many copies the new order holds.
+        swapped, in how many copies the new order holds. Failed fits are
+        ranked too, marked ``[failed]``.
     """
     columns = ["perturbation", "metric", "criterion", "method", "clean", "clean_rank",
                "shift_mean", "shift_sd", "shift_rank", "changed"]
@@ -311,6 +341,8 @@ def rankings(reports: Mapping[str, Any]) -> tuple[pd.DataFrame, tuple[str, ...]]
     if len(names) < 2:
         return pd.DataFrame(columns=columns), ()
     cleans = {n: reports[n].to_dict() for n in names}
+    # A failed fit (uqzoo.evaluate.FitFailure) can rank first exactly because it failed.
+    shown = {n: f"{n} [failed]" if cleans[n].get("failed") else n for n in names}
     copies = {n: reports[n].shift_copies for n in names}
     labels = list(dict.fromkeys(copies[names[0]].perturbation))
     rows: list[dict[str, Any]] = []
@@ -331,8 +363,8 @@ def rankings(reports: Mapping[str, Any]) -> tuple[pd.DataFrame, tuple[str, ...]]
             shift_order = list(np.argsort(_badness(shifted, direction, nominal),
                                           kind="stable"))
             changed = clean_order != shift_order
-            criterion = {"higher": "higher is better", "lower": "lower is better",
-                         "nominal": f"closest to {nominal:g} is best"}[direction]
+            criterion = (f"closest to {nominal:g} is best" if direction == "nominal"
+                         else f"{direction} is better")
             for j, n in enumerate(names):
                 rows.append(dict(perturbation=label, metric=key, criterion=criterion, method=n,
                                  clean=clean[j], clean_rank=clean_order.index(j) + 1,
@@ -341,8 +373,8 @@ def rankings(reports: Mapping[str, Any]) -> tuple[pd.DataFrame, tuple[str, ...]]
             if not changed:
                 continue
             k = stats[0][2]
-            clean_text = ", ".join(f"{names[j]} {clean[j]:.4g}" for j in clean_order)
-            shift_text = ", ".join(f"{names[j]} {shifted[j]:.4g} ± {stats[j][1]:.2g}"
+            clean_text = ", ".join(f"{shown[names[j]]} {clean[j]:.4g}" for j in clean_order)
+            shift_text = ", ".join(f"{shown[names[j]]} {shifted[j]:.4g} ± {stats[j][1]:.2g}"
                                    for j in shift_order)
             swaps = []
             for a_pos, a in enumerate(clean_order):

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from uqzoo import _shift
 from uqzoo import methods as method_registry
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
@@ -110,12 +111,28 @@ class Comparison:
     posteriors : dict of str to Posterior
     detectors : dict of str to DetectorResult
         Empty unless the classical detectors were run.
+    shift : pandas.DataFrame or None
+        With ``perturbations``: every method's ``EvalReport.shift`` (each
+        metric clean and as mean ± sd over the perturbed copies), stacked
+        with a ``method`` column first. The table also gains
+        ``<column>_shift_mean`` and ``<column>_shift_sd`` beside each
+        headline column (``[<perturbation>]`` appended with several).
+    rankings : pandas.DataFrame or None
+        With ``perturbations``: the methods ranked by each headline metric
+        (accuracy, ECE, Brier, NLL, coverage by its distance to the level,
+        detection AUROC), clean and shifted (see :func:`uqzoo._shift.rankings`).
+    ranking_changes : tuple of str
+        One plain sentence per metric and perturbation whose order of methods
+        changes under shift, with the values and how many copies agree.
     """
 
     table: pd.DataFrame
     reports: Mapping[str, Any]
     posteriors: Mapping[str, Any]
     detectors: Mapping[str, DetectorResult] = dataclasses.field(default_factory=dict)
+    shift: pd.DataFrame | None = None
+    rankings: pd.DataFrame | None = None
+    ranking_changes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return format_table(self.table)
@@ -182,7 +199,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             configs: Mapping[str, Mapping[str, Any]] | None = None,
             progress_bar: bool = True, detectors: bool | None = None,
             far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
-            interval: str = "equal_tailed") -> Comparison:
+            interval: str = "equal_tailed", perturbations: object = None,
+            copies: int = 10) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -224,6 +242,14 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         The interval the table's coverage and width use: percentile intervals
         (the default, as in the literature) or order-statistic intervals,
         which keep their level for any S (see :func:`uqzoo.evaluate`).
+    perturbations : list, optional
+        Evaluate every method also on ``copies`` perturbed copies of the test
+        set per entry (family names, ``"family:low-high"``, ``(family, (low,
+        high))`` or :class:`~uqzoo.perturb.Perturbation`; see
+        :func:`uqzoo.evaluate`). The copies are made once, from ``seed``, and
+        shared by all methods, so rankings are compared on the same data.
+    copies : int
+        Perturbed copies per perturbation (K >= 1).
 
     Returns
     -------
@@ -283,6 +309,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
 
     num_draws = check_draws(num_draws, "num_draws")
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
+    # Made (and checked) before any fit, once for every method.
+    shifted = _shift.prepare(perturbations, copies, seed, data)
 
     rows, reports, posteriors = [], {}, {}
     for name in names:
@@ -295,7 +323,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             post = method_registry.fit(name, spec, data, seed=seed,
                                        progress_bar=progress_bar, **options)
         fit_seconds = time.perf_counter() - start
-        report = evaluate(post, data, levels=levels, delta=delta, far=fars, interval=interval)
+        report = evaluate(post, data, levels=levels, delta=delta, far=fars, interval=interval,
+                          perturbations=shifted)
         posteriors[name], reports[name] = post, report
         rows.append({"method": name, "kind": "posterior", "fit_seconds": fit_seconds,
                      **report.to_dict()})
@@ -309,5 +338,13 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     cols = [c for c in _headline_columns(levels, data.p_true_test is not None,
                                          fars if data.n_classes == 2 else ())
             if c in table.columns and (c != "kind" or detectors)]
-    return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
-                      detectors=detector_results)
+    if shifted is None:
+        return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
+                          detectors=detector_results)
+    shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
+                       if r.shift is not None], ignore_index=True)
+    ranked, changes = _shift.rankings(reports)
+    return Comparison(table=table[cols + _shift.table_columns(cols, table.columns)],
+                      reports=reports, posteriors=posteriors, detectors=detector_results,
+                      shift=shift[["method", *_shift.SHIFT_COLUMNS]], rankings=ranked,
+                      ranking_changes=changes)
