@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from uqzoo.evaluate import EvalReport
 
-__all__ = ["coverage_plot", "hsi_maps", "reliability_diagram", "risk_coverage_plot"]
+__all__ = ["comparison_maps", "confident_errors", "coverage_plot", "hsi_maps",
+           "reliability_diagram", "risk_coverage_plot", "shift_errorbars"]
 
 # 1.96: the two-sided 95 % normal quantile, for binomial bands.
 _Z95 = 1.959963984540054
@@ -254,9 +255,171 @@ def _image(values: np.ndarray, coords: np.ndarray, shape: tuple[int, int],
     return img
 
 
+# The marks every HSI map shares. The ground truth is a white pixel-edge outline
+# over a black stroke, visible on viridis, magma and the HCS colours alike. A
+# confident miss is a target inside the blue (confidently background) part of
+# the HCS, so it gets a yellow cross; a confident false alarm is background
+# inside the red part, so it gets a cyan disc; both edged in black.
+_TRUTH_GID = "ground_truth"
+_MISS_GID = "confident_misses"
+_FALSE_ALARM_GID = "confident_false_alarms"
+_MISS_STYLE = {"marker": "X", "color": "#ffd400"}
+_FALSE_ALARM_STYLE = {"marker": "o", "color": "#00e5ff"}
+
+
+def _truth_segments(mask: np.ndarray) -> np.ndarray:
+    """Pixel edges around the True pixels of a 2-D mask, as (E, 2, 2) (x, y) pairs.
+
+    ``imshow`` puts pixel (r, c) on [c − ½, c + ½] × [r − ½, r + ½]; an edge is
+    drawn where a True pixel meets a False one or the border, so touching
+    target pixels share one outline.
+    """
+    padded = np.pad(np.asarray(mask, dtype=bool), 1)
+    r, c = np.nonzero(mask)
+    x0, x1, y0, y1 = c - 0.5, c + 0.5, r - 0.5, r + 0.5
+    sides = (
+        (~padded[r, c + 1], (x0, y0), (x1, y0)),      # nothing above
+        (~padded[r + 2, c + 1], (x0, y1), (x1, y1)),  # nothing below
+        (~padded[r + 1, c], (x0, y0), (x0, y1)),      # nothing to the left
+        (~padded[r + 1, c + 2], (x1, y0), (x1, y1)),  # nothing to the right
+    )
+    segments = [np.stack([np.stack(a, -1)[open_], np.stack(b, -1)[open_]], axis=1)
+                for open_, a, b in sides]
+    return np.concatenate(segments).reshape(-1, 2, 2)
+
+
+def _truth_effects() -> list[Any]:
+    from matplotlib import patheffects
+
+    return [patheffects.Stroke(linewidth=2.2, foreground="black"), patheffects.Normal()]
+
+
+def _truth_handle(label: str) -> Any:
+    """A legend entry for the outline (a LineCollection's own entry draws no stroke)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color="white", lw=0.9, label=label, path_effects=_truth_effects())
+
+
+def _draw_truth(ax: Axes, mask: np.ndarray) -> Any:
+    from matplotlib.collections import LineCollection
+
+    lines = LineCollection(list(_truth_segments(mask)), colors="white", linewidths=0.9,
+                           gid=_TRUTH_GID, zorder=3, path_effects=_truth_effects())
+    ax.add_collection(lines, autolim=False)
+    return lines
+
+
+def _marker_size(shape: tuple[int, int]) -> float:
+    """Marker area (points²) about a pixel's size on a ~4-inch map, 2-9 points across."""
+    side = float(np.clip(260.0 / max(shape), 2.0, 9.0))
+    return side * side
+
+
+def _draw_errors(ax: Axes, coords: np.ndarray, misses: np.ndarray, false_alarms: np.ndarray,
+                 shape: tuple[int, int], name: str) -> list[Any]:
+    """Scatter the confident errors (column = x, row = y) with counts in their labels."""
+    size = _marker_size(shape)
+    out = []
+    for gid, which, style, label in (
+            (_MISS_GID, misses, _MISS_STYLE, f"confident miss: {name} called not {name}"),
+            (_FALSE_ALARM_GID, false_alarms, _FALSE_ALARM_STYLE,
+             f"confident false alarm: called {name}")):
+        rows, cols = coords[which, 0], coords[which, 1]
+        out.append(ax.scatter(cols, rows, s=size, c=style["color"], marker=style["marker"],
+                              edgecolors="black", linewidths=0.5, zorder=4, gid=gid,
+                              label=f"{label} ({int(which.sum())})"))
+    return out
+
+
+def confident_errors(report: EvalReport, *, level: float = 0.8,
+                     class_index: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The High Confidence Set's wrong decisions: confident misses and false alarms.
+
+    Parameters
+    ----------
+    report : EvalReport
+    level : float
+        One of ``report.levels``.
+    class_index : int, optional
+        The judged class (the target); default 1 (binary) or the first judged class.
+
+    Returns
+    -------
+    (misses, false_alarms) : two bool ndarrays of shape (N,)
+        ``misses``: points of the class whose whole interval lies below δ (the
+        set confidently calls them not the class); ``false_alarms``: points
+        of other classes whose whole interval lies above 1 − δ.
+
+    Examples
+    --------
+    >>> import numpy as np, uqzoo as uz
+    >>> p = np.array([0.01, 0.99, 0.5])[None, :, None].repeat(40, 0)
+    >>> draws = np.concatenate([1 - p, p], -1)            # (S, N, K), all draws alike
+    >>> rep = uz.evaluate(draws, np.array([1, 0, 1]), levels=(0.8,))
+    >>> [m.tolist() for m in uz.plots.confident_errors(rep)]
+    [[True, False, False], [False, True, False]]
+    """
+    if not _is_report(report):
+        raise InvalidTypeError(f"report must be an EvalReport, got {_show(report)}")
+    li, ci, class_index = _level_and_class(report, level, class_index)
+    is_class = np.asarray(report.y) == class_index
+    return (is_class & report.hcs_negative[li, :, ci],
+            ~is_class & report.hcs_positive[li, :, ci])
+
+
+def _level_and_class(report: EvalReport, level: float,
+                     class_index: int | None) -> tuple[int, int, int]:
+    """(level index, judged-class column, class index), validated against the report."""
+    matches = [i for i, lv in enumerate(report.levels) if np.isclose(lv, level)]
+    if not matches:
+        raise InvalidInputError(f"level {level} was not evaluated; levels: {report.levels}")
+    if class_index is None:
+        class_index = report.hcs_classes[0]
+    if class_index not in report.hcs_classes:
+        raise InvalidInputError(
+            f"class_index must be one of the judged classes {report.hcs_classes}, got {class_index}"
+        )
+    return matches[0], report.hcs_classes.index(class_index), int(class_index)
+
+
+def _scene_geometry(report: EvalReport, data: object) -> tuple[np.ndarray, tuple[int, int]]:
+    """The test pixels' (row, column) and the image shape, from the report or the data."""
+    coords = report.coords
+    shape = report.image_shape
+    if data is not None:
+        coords = coords if coords is not None else getattr(data, "coords_test", None)
+        if shape is None:
+            meta_shape = (getattr(data, "meta", {}) or {}).get("image_shape")
+            shape = tuple(int(s) for s in meta_shape) if meta_shape is not None else None
+    if coords is None or shape is None:
+        raise InvalidInputError(
+            "hsi maps need pixel coordinates and meta['image_shape']: evaluate an HSI "
+            "ClassificationData, or pass it as data"
+        )
+    return np.asarray(coords), (int(shape[0]), int(shape[1]))
+
+
+def _axes_list(ax: object, count: int, what: str) -> list[Any]:
+    """``count`` Axes from a list, tuple or numpy array of them (any shape)."""
+    items = list(np.asarray(ax, dtype=object).ravel()) if isinstance(ax, np.ndarray) else ax
+    if not isinstance(items, Sequence) or len(items) != count or not all(
+            hasattr(a, "imshow") for a in items):
+        raise InvalidTypeError(f"ax must be {count} matplotlib Axes ({what}), got {_show(ax)}")
+    return list(items)
+
+
 def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
-             class_index: int | None = None, ax: Sequence | None = None) -> Figure:
+             class_index: int | None = None, ax: Sequence | np.ndarray | None = None,
+             truth: bool = True, errors: bool = True) -> Figure:
     """Maps of a hyperspectral scene: mean P(target), interval width, High Confidence Set.
+
+    The ground-truth pixels of the class are outlined on every map, and the
+    High Confidence Set's wrong decisions are marked on its map: confident
+    misses (pixels of the class the set confidently calls background, yellow
+    crosses) and confident false alarms (other pixels it confidently calls
+    the class, cyan discs), counted in the legend. They are exactly
+    :func:`confident_errors`.
 
     Parameters
     ----------
@@ -271,6 +434,11 @@ def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
     class_index : int, optional
         Target class; default 1 (binary) or the first judged class.
     ax : three matplotlib Axes, optional
+        A list, tuple or numpy array (e.g. a row of ``Figure.subplots``).
+    truth : bool
+        Outline the pixels whose label is the class.
+    errors : bool
+        Mark the confident misses and false alarms on the HCS map.
 
     Returns
     -------
@@ -291,39 +459,14 @@ def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
     """
     if not _is_report(report):
         raise InvalidTypeError(f"report must be an EvalReport, got {_show(report)}")
-    coords = report.coords
-    shape = report.image_shape
-    if data is not None:
-        coords = coords if coords is not None else getattr(data, "coords_test", None)
-        if shape is None:
-            meta_shape = (getattr(data, "meta", {}) or {}).get("image_shape")
-            shape = tuple(int(s) for s in meta_shape) if meta_shape is not None else None
-    if coords is None or shape is None:
-        raise InvalidInputError(
-            "hsi_maps needs pixel coordinates and meta['image_shape']: evaluate an HSI "
-            "ClassificationData, or pass it as data"
-        )
-    shape = (int(shape[0]), int(shape[1]))
-    coords = np.asarray(coords)
-    matches = [i for i, lv in enumerate(report.levels) if np.isclose(lv, level)]
-    if not matches:
-        raise InvalidInputError(f"level {level} was not evaluated; levels: {report.levels}")
-    li = matches[0]
-    if class_index is None:
-        class_index = report.hcs_classes[0]
-    if class_index not in report.hcs_classes:
-        raise InvalidInputError(
-            f"class_index must be one of the judged classes {report.hcs_classes}, got {class_index}"
-        )
-    ci = report.hcs_classes.index(class_index)
+    coords, shape = _scene_geometry(report, data)
+    li, ci, class_index = _level_and_class(report, level, class_index)
     if ax is None:
-        fig = Figure(figsize=(13, 4.2), layout="constrained")
-        axes = fig.subplots(1, 3, sharex=True, sharey=True)
+        fig = Figure(figsize=(13, 4.6), layout="constrained")
+        axes = list(fig.subplots(1, 3, sharex=True, sharey=True))
     else:
-        if not isinstance(ax, Sequence) or len(ax) != 3:
-            raise InvalidTypeError("ax must be three axes (probability, width, HCS)")
-        axes = list(ax)
-        fig = axes[0].figure
+        axes = _axes_list(ax, 3, "probability, width, HCS")
+        fig = _figure_of(axes[0])
     name = report.class_names[class_index] if report.class_names else str(class_index)
     prob = _image(report.mean[:, class_index], coords, shape)
     im = axes[0].imshow(prob, vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
@@ -342,9 +485,237 @@ def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
                         interpolation="nearest")
     axes[2].set_title(f"HCS (level {level:g}, δ={report.delta:g})", fontsize=9)
     bar = fig.colorbar(im, ax=axes[2], ticks=[0, 1, 2], shrink=0.8)
-    bar.ax.set_yticklabels(["confident\nbackground", "uncertain", "confident\ntarget"],
+    bar.ax.set_yticklabels([f"confident\nnot {name}", "uncertain", f"confident\n{name}"],
                            fontsize=8)
+    handles = []
+    if truth:
+        is_class = _image((np.asarray(report.y) == class_index).astype(float), coords, shape,
+                          fill=0.0) > 0
+        for a in axes:
+            _draw_truth(a, is_class)
+        handles.append(_truth_handle(f"ground truth: {name}"))
+    if errors:
+        misses, false_alarms = confident_errors(report, level=level, class_index=class_index)
+        handles += _draw_errors(axes[2], coords, misses, false_alarms, shape, name)
+    if handles:
+        axes[2].legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02),
+                       fontsize=7, frameon=False, ncols=1)
     for a in axes:
         a.set_xticks([])
         a.set_yticks([])
+        a.set_xlim(-0.5, shape[1] - 0.5)
+        a.set_ylim(shape[0] - 0.5, -0.5)
+    return fig
+
+
+def comparison_maps(result: Any, data: object = None, *, level: float = 0.8,
+                    far: float | None = None, ncols: int | None = None) -> Figure:
+    """One map per method and per classical detector of a comparison on an HSI scene.
+
+    A method's panel is its posterior mean P(target) with the ground truth
+    outlined and its High Confidence Set's confident errors marked (as in
+    :func:`hsi_maps`); a detector's panel is its score as a percentile among
+    the test pixels (detectors have no intervals, hence no HCS). Titles give
+    the detection AUROC and Pd at a false-alarm rate, and ``FAILED`` for a
+    flagged fit.
+
+    Parameters
+    ----------
+    result : Comparison
+        What :func:`uqzoo.compare` returns, on a binary scene with pixel coordinates.
+    data : ClassificationData, optional
+        Source of the coordinates when the reports do not carry them.
+    level : float
+        Credible level of the HCS (one of the reports' levels).
+    far : float, optional
+        The false-alarm rate of the titles' Pd; default the reports' first.
+    ncols : int, optional
+        Panels per row; default up to 6.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("muufl-target", seed=0)
+    >>> result = uz.compare(data, ["laplace"], progress_bar=False)       # doctest: +SKIP
+    >>> uz.plots.comparison_maps(result).savefig("maps.png")           # doctest: +SKIP
+    """
+    reports = getattr(result, "reports", None)
+    detectors = getattr(result, "detectors", None)
+    if not isinstance(reports, Mapping) or not isinstance(detectors, Mapping):
+        raise InvalidTypeError(f"result must be a Comparison (uz.compare), got {_show(result)}")
+    reports = _check_reports(dict(reports)) if reports else {}
+    panels = len(reports) + len(detectors)
+    if panels == 0:
+        raise InvalidInputError("the comparison has no method and no detector to map")
+    first = next(iter(reports.values()), None)
+    if first is not None and first.n_classes != 2:
+        raise InvalidInputError(
+            f"comparison_maps maps P(target) of binary scenes; this one has {first.n_classes} "
+            f"classes: use hsi_maps per method")
+    if first is not None:
+        coords, shape = _scene_geometry(first, data)
+        y = np.asarray(first.y)
+    else:
+        if data is None:
+            raise InvalidInputError("a comparison of detectors alone needs data for its map")
+        coords = np.asarray(getattr(data, "coords_test", None))
+        shape_meta = (getattr(data, "meta", {}) or {}).get("image_shape")
+        if coords.ndim != 2 or shape_meta is None:
+            raise InvalidInputError("data needs coords_test and meta['image_shape']")
+        shape = (int(shape_meta[0]), int(shape_meta[1]))
+        y = np.asarray(data.y_test)  # type: ignore[attr-defined]
+    if ncols is None:
+        ncols = min(panels, 6)
+    ncols = int(ncols)
+    if ncols < 1:
+        raise InvalidInputError(f"ncols must be at least 1, got {ncols}")
+    nrows = -(-panels // ncols)
+    side = 2.3
+    fig = Figure(figsize=(side * ncols + 0.6, side * nrows + 1.0), layout="constrained")
+    grid = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    is_target = _image((y == 1).astype(float), coords, shape, fill=0.0) > 0
+    titles: list[tuple[Any, str, Any, Any, bool, int | None, int | None]] = []
+    image = detector_image = None
+    for a, (name, rep) in zip(grid, reports.items(), strict=False):
+        _level_and_class(rep, level, 1)  # validates the level
+        image = a.imshow(_image(rep.mean[:, 1], coords, shape), vmin=0, vmax=1,
+                         cmap="viridis", interpolation="nearest")
+        _draw_truth(a, is_target)
+        misses, false_alarms = confident_errors(rep, level=level, class_index=1)
+        _draw_errors(a, coords, misses, false_alarms, shape, "target")
+        titles.append((a, name, rep.detection_roc, rep.pd_at_far, bool(rep.failures),
+                       int(misses.sum()), int(false_alarms.sum())))
+    for a, (name, det) in zip(grid[len(reports):], detectors.items(), strict=False):
+        scores = np.asarray(det.scores, dtype=np.float64)
+        # Percentile ranks: the detectors' statistics have unrelated scales.
+        ranks = (np.argsort(np.argsort(scores, kind="stable"), kind="stable") + 0.5) / scores.size
+        detector_image = a.imshow(_image(ranks, coords, shape), vmin=0, vmax=1,
+                                  cmap="cividis", interpolation="nearest")
+        _draw_truth(a, is_target)
+        titles.append((a, name, det.detection_roc, det.pd_at_far, False, None, None))
+    for a, name, roc, pdf, failed, n_miss, n_fa in titles:
+        lines = [("FAILED " if failed else "") + name]
+        stats = []
+        if roc is not None:
+            stats.append(f"AUROC {roc.auroc:.3f}")
+        if pdf is not None and len(pdf.far):
+            j = 0 if far is None else int(np.argmin(np.abs(np.log(pdf.far / far))))
+            stats.append(f"Pd@{pdf.far[j]:g} {pdf.pd[j]:.2f}")
+        if stats:
+            lines.append(", ".join(stats))
+        if n_miss is not None:
+            lines.append(f"HCS errors: {n_miss} miss, {n_fa} f.a.")
+        a.set_title("\n".join(lines), fontsize=8, color="#b00000" if failed else "black")
+    for a in grid:
+        a.set_xticks([])
+        a.set_yticks([])
+        a.set_xlim(-0.5, shape[1] - 0.5)
+        a.set_ylim(shape[0] - 0.5, -0.5)
+    for a in grid[panels:]:
+        a.set_axis_off()
+    from matplotlib.lines import Line2D
+
+    handles = [
+        _truth_handle("ground truth: target"),
+        *(Line2D([], [], ls="", markeredgecolor="black", markeredgewidth=0.5, markersize=7,
+                 markerfacecolor=style["color"], marker=style["marker"],
+                 label=f"{what} (level {level:g} HCS)")
+          for style, what in ((_MISS_STYLE, "confident miss"),
+                              (_FALSE_ALARM_STYLE, "confident false alarm"))),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    if image is not None:
+        fig.colorbar(image, ax=list(grid[:len(reports)]), shrink=0.6,
+                     label="posterior mean P(target)")
+    if detector_image is not None:
+        fig.colorbar(detector_image, ax=list(grid[len(reports):panels]), shrink=0.6,
+                     label="detector score percentile")
+    return fig
+
+
+def shift_errorbars(reports: EvalReport | Mapping[str, EvalReport], metric: str = "ece", *,
+                    ax: Axes | None = None) -> Figure:
+    """One headline metric per method: its clean value and its mean ± sd under each shift.
+
+    For every method, a black dot is the value on the clean test set and one
+    coloured dot per perturbation is the mean over that perturbation's copies,
+    with a bar of ±1 standard deviation across the copies (how much the
+    metric moves with the acquisition conditions, not a standard error of the
+    mean). Coverage gets its nominal level as a dashed line.
+
+    Parameters
+    ----------
+    reports : dict of str to EvalReport (or one EvalReport)
+        Evaluated with ``perturbations`` (``uz.evaluate`` or ``uz.compare``).
+    metric : str
+        A headline key of ``EvalReport.to_dict``: ``"ece"``, ``"accuracy"``,
+        ``"brier"``, ``"nll"``, ``"coverage@0.8"``, ``"interval_width@0.8"``,
+        ``"hcs_proportion@0.8"``, ``"detection_auroc"``, ...
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("gaussian-mixture", p=2, n_train=60, n_test=40)
+    >>> spec = uz.MLPSpec(2, 2, hidden=(3,))
+    >>> post = uz.Posterior(spec=spec, method="laplace", config={}, seed=0,
+    ...                     draws=spec.init_params(seed=0, num=20))
+    >>> rep = uz.evaluate(post, data, levels=(0.8,), perturbations=["gaussian_noise"],
+    ...                   copies=2)
+    >>> len(uz.plots.shift_errorbars({"toy": rep}, "coverage@0.8").axes)
+    1
+    """
+    from uqzoo import _shift
+
+    reports = _check_reports(reports)
+    if not isinstance(metric, str):
+        raise InvalidTypeError(f"metric must be a headline key such as 'ece', got "
+                               f"{_show(metric)}")
+    per_copy: dict[str, Any] = {}
+    for name, rep in reports.items():
+        if rep.shift_copies is None:
+            raise InvalidInputError(
+                f"report {name!r} was not evaluated under shift: pass perturbations=[...] to "
+                "uz.evaluate or uz.compare")
+        per_copy[name] = rep.shift_copies
+    labels = list(dict.fromkeys(label for copies in per_copy.values()
+                                for label in copies.perturbation))
+    if ax is None:
+        fig = Figure(figsize=(max(4.0, 1.2 * len(reports) + 2), 4), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = _figure_of(ax)
+    width = 0.7 / (len(labels) + 1)
+    for i, (name, rep) in enumerate(reports.items()):
+        clean = rep.to_dict()
+        if metric not in clean or "_shift_" in metric:
+            keys = [k for k, v in clean.items() if isinstance(v, float) and "_shift_" not in k]
+            raise InvalidInputError(f"metric {metric!r} is not a headline of report {name!r}; "
+                                    f"choose one of {', '.join(keys)}")
+        ax.plot(i - 0.35 + width / 2, clean[metric], "o", color="black", ms=5,
+                label="clean" if i == 0 else None)
+        copies = per_copy[name]
+        for j, label in enumerate(labels):
+            values = copies.value[(copies.perturbation == label)
+                                  & (copies.key == metric)].to_numpy()
+            mean, sd, k = _shift._stats(values)
+            if k == 0:
+                continue
+            ax.errorbar(i - 0.35 + width * (j + 1.5), mean, yerr=None if np.isnan(sd) else sd,
+                        fmt="o", ms=5, capsize=3, color=f"C{j}",
+                        label=f"{label} (mean ± sd, {k} copies)" if i == 0 else None)
+    if metric.startswith("coverage@"):
+        ax.axhline(float(metric.split("@")[1]), ls="--", color="0.4", lw=1, label="nominal")
+    ax.set_xticks(range(len(reports)), list(reports), rotation=30 if len(reports) > 4 else 0)
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric}: clean and under shift", fontsize=9)
+    ax.legend(fontsize=7)
     return fig
