@@ -176,3 +176,16 @@ def test_muufl_comparison_maps(muufl, tmp_path):
     fig.savefig(tmp_path / "maps.png", dpi=80)
     with pytest.raises(InvalidTypeError, match="Comparison"):
         plots.comparison_maps(rep)
+
+
+def test_cli_compare_out_writes_maps_at_an_evaluated_level(tmp_path, capsys):
+    from uqzoo.cli import main
+
+    out = tmp_path / "res"
+    # 0.8 is not among the levels: the maps use the first one instead of failing.
+    code = main(["compare", "--dataset", "muufl-target", "--methods", "laplace",
+                 "--levels", "0.9,0.95", "--num-draws", "100", "--set",
+                 "laplace.num_epochs=200", "--no-progress", "--out", str(out)])
+    assert code == 0, capsys.readouterr()
+    for name in ("maps.png", "maps_laplace.png"):
+        assert (out / name).stat().st_size > 1000

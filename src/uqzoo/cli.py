@@ -250,15 +250,25 @@ def _cmd_compare(args) -> int:
             result.table.to_csv(staging / "comparison.csv")
             for name, post in result.posteriors.items():
                 post.save(staging / f"{name}.nc")
-            _save_plots(result.reports, data, staging)
+            _save_plots(result.reports, data, staging, comparison=result)
         print(f"\nwrote {args.out}: comparison.csv, one posterior .nc per method, and plots")
     return 0
 
 
-def _save_plots(reports, data, out: Path) -> None:
+def _save_plots(reports, data, out: Path, comparison=None) -> None:
     import matplotlib
     matplotlib.use("Agg")
     from uqzoo import plots
+    mapped = {name: rep for name, rep in reports.items()
+              if rep.coords is not None and rep.image_shape is not None}
+    # The maps' HCS level: Ries et al.'s 0.8 when it was evaluated, else the first level.
+    level = next((lv for lv in next(iter(reports.values())).levels if abs(lv - 0.8) < 1e-9),
+                 next(iter(reports.values())).levels[0])
+    if comparison is not None and mapped and data.n_classes == 2:
+        # Every method and classical detector on one page, ground truth and
+        # confident errors marked.
+        fig = plots.comparison_maps(comparison, data, level=level)
+        fig.savefig(out / "maps.png", dpi=120)
     if data.p_true_test is not None:
         # Coverage needs the true probabilities: simulated data only.
         fig = plots.coverage_plot(reports)
@@ -268,8 +278,8 @@ def _save_plots(reports, data, out: Path) -> None:
     for name, report in reports.items():
         fig = plots.reliability_diagram(report)
         fig.savefig(out / f"reliability_{name}.png", dpi=120)
-        if report.coords is not None and report.image_shape is not None:
-            fig = plots.hsi_maps(report, data)
+        if name in mapped:
+            fig = plots.hsi_maps(report, data, level=level)
             fig.savefig(out / f"maps_{name}.png", dpi=120)
 
 
