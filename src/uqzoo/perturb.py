@@ -356,9 +356,16 @@ def _check_magnitude(fam: Family, value: object, what: str) -> float:
                        high=fam.high, low_open=fam.low_open, high_open=fam.high_open)
 
 
+def _num(value: float) -> str:
+    """The shortest text that reads back as ``value`` (``0.8``, not ``0.8000000000000002``)."""
+    text = f"{value:.15g}"
+    return text if float(text) == value else repr(value)
+
+
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"^\s*({_NUMBER})\s*(?:-|,|\.\.)\s*({_NUMBER})\s*$")
 _SINGLE = re.compile(rf"^\s*({_NUMBER})\s*$")
+_FILL_SUFFIX = re.compile(r"^(\w+)\((\w+)\)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -436,7 +443,7 @@ class Perturbation:
     def label(self) -> str:
         """``family:low-high`` (the form :meth:`parse` and ``--perturb`` read)."""
         name = self.family if self.fill in (None, "zero") else f"{self.family}({self.fill})"
-        return f"{name}:{self.low:g}-{self.high:g}"
+        return f"{name}:{_num(self.low)}-{_num(self.high)}"
 
     def describe(self) -> str:
         """The family with what its magnitude means, for tables and figures."""
@@ -450,21 +457,26 @@ class Perturbation:
         """``FAMILY``, ``FAMILY:LOW-HIGH`` (also ``LOW,HIGH``) or ``FAMILY:VALUE``.
 
         Negative numbers are written with their sign: ``offset:-0.02-0.02``.
+        ``band_dropout(interpolate)`` names the fill, as :attr:`label` does.
         """
         if not isinstance(text, str):
             raise InvalidTypeError(f"a perturbation must be written FAMILY[:LOW-HIGH], got "
                                    f"{_show(text)}")
         family, sep, span = text.partition(":")
         family = family.strip()
+        fill = None
+        named_fill = _FILL_SUFFIX.match(family)
+        if named_fill:
+            family, fill = named_fill.group(1), named_fill.group(2)
         _family(family, "perturbation family")
         if not sep:
-            return cls(family)
+            return cls(family, fill=fill)
         pair = _RANGE.match(span)
         single = _SINGLE.match(span)
         if pair:
-            return cls(family, (float(pair.group(1)), float(pair.group(2))))
+            return cls(family, (float(pair.group(1)), float(pair.group(2))), fill)
         if single:
-            return cls(family, float(single.group(1)))
+            return cls(family, float(single.group(1)), fill)
         raise InvalidInputError(
             f"perturbation {text!r} must be written FAMILY[:LOW-HIGH] with numbers, e.g. "
             f"illumination:0.8-1.2 or offset:-0.02-0.02; got range {span!r}")
