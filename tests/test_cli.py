@@ -35,7 +35,7 @@ def test_compare_writes_table_posteriors_and_plots(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "coverage@0.8" in out and "ensemble" in out and "laplace" in out
-    table = pd.read_csv(tmp_path / "comparison.csv", index_col="method")
+    table = pd.read_csv(tmp_path / "results.csv", index_col="method")
     assert list(table.index) == ["ensemble", "laplace"]
     assert table["coverage@0.95"].between(0, 1).all()
     # the saved posteriors are the ones evaluated: reloading reproduces the table's accuracy
@@ -242,7 +242,7 @@ def test_an_interrupted_or_failed_compare_leaves_nothing_half_written(tmp_path, 
 def test_compare_replaces_a_full_folder_only_with_overwrite(tmp_path, capsys, monkeypatch):
     out = tmp_path / "results"
     out.mkdir()
-    (out / "comparison.csv").write_text("a run with another seed")
+    (out / "results.csv").write_text("a run with another seed")
     (out / "hmc.nc").write_text("a method this run does not compare")
     monkeypatch.setattr(compare_module, "compare", lambda *a, **k: _fake_comparison())
     monkeypatch.setattr(cli, "_save_plots",
@@ -251,8 +251,9 @@ def test_compare_replaces_a_full_folder_only_with_overwrite(tmp_path, capsys, mo
     assert main(argv) == 2
     _one_line_error(capsys, "not empty", "--overwrite")
     assert main([*argv, "--overwrite"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["comparison.csv", "coverage.png",
-                                                    "ensemble.nc"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "coverage.png",
+                                                    "ensemble.nc", "report.html",
+                                                    "results.csv"]
     assert uz.load_posterior(out / "ensemble.nc").method == "ensemble"
     assert [p.name for p in tmp_path.iterdir()] == ["results"]
 
@@ -333,7 +334,7 @@ def test_compare_on_a_scene_from_files(tmp_path, capsys):
     assert not (out / "coverage.png").exists()     # a real scene has no true probabilities
     data = uz.datasets.from_hsi(cube, mask, unlabelled=None, target_class=1, split="blocks")
     post = uz.load_posterior(out / "ensemble.nc")
-    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    table = pd.read_csv(out / "results.csv", index_col="method")
     # the saved posterior, evaluated on the same split built in Python, gives the table
     report = uz.evaluate(post, data, levels=(0.8, 0.95))
     assert report.to_dict()["accuracy"] == pytest.approx(table.loc["ensemble", "accuracy"])

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "methods": "uqzoo.methods",
     "metrics": "uqzoo.metrics",
     "plots": "uqzoo.plots",
+    "report": "uqzoo.report",
     "study": "uqzoo.study",
     "Comparison": "uqzoo.compare",
     "compare": "uqzoo.compare",
@@ -50,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "calibration_split": "uqzoo.recalibrate",
     "recalibrate": "uqzoo.recalibrate",
     "UQClassifier": "uqzoo.sklearn",
+    "write_report": "uqzoo.report",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -89,7 +91,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from uqzoo import datasets, detectors, methods, metrics, plots, study
+    from uqzoo import datasets, detectors, methods, metrics, plots, report, study
     from uqzoo.compare import Comparison, compare
     from uqzoo.datasets import ClassificationData
     from uqzoo.errors import (
@@ -105,5 +107,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.posterior import Posterior
     from uqzoo.predictive import LogitTransform, PredictiveSummary, proba_draws, summarize
     from uqzoo.recalibrate import calibration_split, recalibrate
+    from uqzoo.report import write_report
     from uqzoo.sklearn import UQClassifier
     from uqzoo.spec import MLPSpec

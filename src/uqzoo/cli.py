@@ -6,6 +6,8 @@
     uqzoo evaluate post.nc --dataset breast-cancer
     uqzoo compare --dataset cube.mat --labels mask.mat --unlabelled none --split blocks
     uqzoo fit laplace --dataset table.csv --target label --out post.nc
+    uqzoo compare --config run.toml --out results/    # the whole run from a file
+    uqzoo compare --config results/config.toml --out again/   # repeat it exactly
     uqzoo datasets | uqzoo methods
 
 ``--dataset`` is a built-in data set's name, or a file: a hyperspectral cube
@@ -13,6 +15,15 @@
 ``uz.datasets.from_hsi``) or a ``.csv`` table with ``--target COLUMN``
 (``uz.datasets.from_csv``). The same options give the same split in ``fit``,
 ``evaluate`` and ``compare``.
+
+``compare --out DIR`` writes ``DIR/report.html`` (one self-contained page:
+verdict, table, figures; see :mod:`uqzoo.report`), ``results.csv`` (and
+``results.parquet`` where pyarrow is installed), the posteriors, loose plots,
+and ``DIR/config.toml``: the run's resolved configuration, every default
+filled in. ``compare --config FILE`` runs a config file (see
+:mod:`uqzoo.compare_config`); it holds the whole run, so the flags that set
+data, network, methods or settings cannot be combined with it (an error names
+them), only ``--out``, ``--overwrite`` and ``--no-progress``.
 
 Bad arguments end with a one-line error and exit status 2, never a traceback.
 Every ``--out`` is checked before any data is loaded or any method fitted (its
@@ -33,6 +44,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# --dataset values with these endings are files, not built-in data set names
+# (one list for the flags and for config files).
+from uqzoo.compare_config import HSI_FILES, TABLE_FILES
 from uqzoo.errors import UqzooError
 
 DEFAULT_DATASET = "sim-teacher"
@@ -62,10 +76,6 @@ def _parse_levels(text: str) -> tuple[float, ...]:
         raise UqzooError(
             f"--levels must be comma-separated numbers in (0, 1), got {text!r}") from None
 
-
-# --dataset values with these endings are files, not built-in data set names.
-HSI_FILES = (".mat", ".npz", ".npy", ".hdr")
-TABLE_FILES = (".csv",)
 
 # Options of a data set read from a file: flag -> (keyword, converter, file kinds).
 _FILE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -138,8 +148,11 @@ def _in_flags(message: str) -> str:
 
 
 def _load_data(args):
-    from uqzoo import datasets
+    return _read_data(*_data_request(args))
 
+
+def _data_request(args) -> tuple[str, dict[str, Any]]:
+    """--dataset and its loader's options from the flags, checked before anything is read."""
     options = _parse_options(args.data_option, "--data-option")
     given = {flag: spec for flag, spec in _FILE_FLAGS.items()
              if getattr(args, _flag_dest(flag), None) is not None}
@@ -154,7 +167,7 @@ def _load_data(args):
                 f"{', '.join(given)} applies only when --dataset is a file (a cube: "
                 f"{', '.join(HSI_FILES)}; a table: .csv); for the built-in data set "
                 f"{args.dataset!r} use --data-option KEY=VALUE")
-        return datasets.load(args.dataset, **options)
+        return args.dataset, options
     if not Path(args.dataset).is_file():
         raise UqzooError(f"--dataset {args.dataset!r}: no such file")
     for flag, (keyword, converter, kinds) in given.items():
@@ -165,17 +178,26 @@ def _load_data(args):
             raise UqzooError(f"{flag} and --data-option {keyword}=... both set {keyword}; "
                              "give one")
         options[keyword] = _convert(flag, converter, getattr(args, _flag_dest(flag)))
-    if kind == "table":
-        target = options.pop("target", None)
-        if target is None:
-            raise UqzooError(f"--dataset {args.dataset!r} is a table: name its label column "
-                             "with --target COLUMN")
-        return datasets.from_csv(args.dataset, target, **options)
-    labels = options.pop("labels", None)
+    if kind == "table" and options.get("target") is None:
+        raise UqzooError(f"--dataset {args.dataset!r} is a table: name its label column "
+                         "with --target COLUMN")
+    return args.dataset, options
+
+
+def _read_data(dataset: str, options: dict[str, Any], config_file: str | None = None):
+    """Load what _data_request (or a config file) asked for; describe a scene."""
+    from uqzoo.compare_config import CompareConfig
+
     try:
-        data = datasets.from_hsi(args.dataset, labels, **options)
+        data = CompareConfig(dataset=dataset, data=options).load_data()
     except UqzooError as exc:
-        raise type(exc)(_in_flags(str(exc))) from exc
+        if config_file is not None:       # a config file's keys are the loader's keywords
+            raise type(exc)(f"{config_file}: data: {exc}") from exc
+        if _file_kind(dataset) == "hsi":
+            raise type(exc)(_in_flags(str(exc))) from exc
+        raise
+    if _file_kind(dataset) != "hsi":
+        return data
     used = data.meta["options"]
     guard = (f", guard band {used['guard']} px ({len(data.meta['guard_coords'])} training "
              "pixels dropped)" if used["split"] != "random" else "")
@@ -185,8 +207,9 @@ def _load_data(args):
     print(f"scene {data.meta['image_shape'][0]}×{data.meta['image_shape'][1]}: "
           f"split {used['split']!r}{guard}; classes {classes}")
     if used["split"] == "random":
+        flag = "split = \"blocks\"" if config_file is not None else "--split blocks"
         print("note: a random pixel split tests pixels whose neighbours trained, so its "
-              "scores are optimistic; --split blocks measures new places")
+              f"scores are optimistic; {flag} measures new places")
     return data
 
 
@@ -202,40 +225,30 @@ def _spec(args, data):
 
 
 def _cmd_compare(args) -> int:
-    from uqzoo import methods as registry
-    from uqzoo.compare import DEFAULT_NUM_DRAWS, QUICK_CONFIGS, compare, format_table
-    from uqzoo.io import check_output_folder, staged_folder
+    from uqzoo.compare import format_table
+    from uqzoo.io import check_output_folder
 
     if args.out:
         check_output_folder(args.out, overwrite=args.overwrite, what="--out")
-    num_draws = DEFAULT_NUM_DRAWS if args.num_draws is None else args.num_draws
-    data = _load_data(args)
-    names = args.methods.split(",") if args.methods else registry.names()
-    configs: dict[str, dict[str, Any]] = {}
-    for name in names:
-        configs[name] = {} if args.full else dict(QUICK_CONFIGS.get(name, {}))
-    for key, value in _parse_options(args.set, "--set").items():
-        method, dot, option = key.partition(".")
-        if not dot or method not in names:
-            raise UqzooError(f"--set must look like method.option=value for a compared "
-                             f"method ({', '.join(names)}), got {key!r}")
-        configs[method][option] = value
+    config, data = _compare_config(args)
+    # Every default filled in (each method's whole Config): the run below, and
+    # the config.toml that repeats it.
+    config = config.resolved()
+    config_text = config.to_toml()        # before the fits: a value TOML cannot hold fails now
+    names = list(config.methods)
     print(f"uqzoo compare: {data!r}")
-    print(f"methods: {', '.join(names)}  (seed {args.seed}; "
-          f"{'default' if args.full else 'quick'} settings)")
-    result = compare(data, names, spec=_spec(args, data), seed=args.seed,
-                     levels=_parse_levels(args.levels), delta=args.delta, configs=configs,
-                     progress_bar=not args.no_progress, num_draws=num_draws,
-                     interval=args.interval)
+    print(f"methods: {', '.join(names)}  (seed {config.seed}; "
+          f"{'default' if config.settings == 'full' else 'quick'} settings)")
+    result = config.run(data, progress_bar=not args.no_progress)
     print()
     print(format_table(result.table))
     if data.p_true_test is not None:
         print("\ncoverage@L: share of test points whose level-L interval holds the true "
               "probability (nominal L);\ninterval_width@L: mean width; hcs_proportion@L: "
-              f"share in the High Confidence Set (δ = {args.delta:g}).")
-    print(f"num_draws: posterior draws S per method (a common budget of {num_draws} "
+              f"share in the High Confidence Set (δ = {config.delta:g}).")
+    print(f"num_draws: posterior draws S per method (a common budget of {config.num_draws} "
           f"for methods that draw freely; one per member for ensembles); intervals: "
-          f"{args.interval.replace('_', '-')}.")
+          f"{config.interval.replace('_', '-')}.")
     for name, report in result.reports.items():
         for failure in report.failures:
             print(f"\nFAILED {name} ({failure.kind}): {failure.message}")
@@ -244,15 +257,99 @@ def _cmd_compare(args) -> int:
         elif report.warnings:
             print(f"\nnote on {name}: {'; '.join(report.warnings)}")
     if args.out:
-        # Written into a temporary sibling folder that becomes --out only when
-        # complete: Ctrl-C or a full disk here leaves no half-written results.
-        with staged_folder(args.out, overwrite=args.overwrite, what="--out") as staging:
-            result.table.to_csv(staging / "comparison.csv")
-            for name, post in result.posteriors.items():
-                post.save(staging / f"{name}.nc")
-            _save_plots(result.reports, data, staging, comparison=result)
-        print(f"\nwrote {args.out}: comparison.csv, one posterior .nc per method, and plots")
+        _write_compare_outputs(args, config_text, result, data)
     return 0
+
+
+# With --config the file holds the whole run; these flags may still be given.
+_FLAGS_WITH_CONFIG = ("config", "out", "overwrite", "no_progress")
+
+
+def _compare_config(args):
+    """The run's CompareConfig and data: from --config FILE, or from the flags."""
+    from uqzoo.compare_config import CompareConfig, config_data, read_config
+    from uqzoo.methods._config import check_draws
+
+    if args.config is not None:
+        clashes = sorted(f"--{dest.replace('_', '-')}" for dest in _explicit_dests(args)
+                         if dest not in _FLAGS_WITH_CONFIG)
+        if clashes:
+            raise UqzooError(
+                f"{', '.join(clashes)} cannot be combined with --config {args.config!r}: the "
+                "file holds the whole run (set it there; with --config only --out, "
+                "--overwrite and --no-progress may be given)")
+        config = read_config(args.config)
+        data = _read_data(config.dataset, dict(config.data),
+                          config_file=Path(args.config).name)
+        return config, data
+    dataset, options = _data_request(args)
+    data = _read_data(dataset, options)
+    names = args.methods.split(",") if args.methods else None
+    configs: dict[str, dict[str, Any]] = {}
+    for key, value in _parse_options(args.set, "--set").items():
+        method, dot, option = key.partition(".")
+        if not dot or (names is not None and method not in names):
+            raise UqzooError(f"--set must look like method.option=value for a compared "
+                             f"method ({', '.join(names or ['any method'])}), got {key!r}")
+        configs.setdefault(method, {})[option] = value
+    spec = _spec(args, data).to_dict()
+    dataset, options = config_data(dataset, options)
+    config = CompareConfig(
+        dataset=dataset, data=options,
+        spec={k: v for k, v in spec.items() if k not in ("in_features", "n_classes")},
+        methods=tuple(names or ()), configs=configs, levels=_parse_levels(args.levels),
+        delta=args.delta, seed=args.seed,
+        num_draws=None if args.num_draws is None else check_draws(args.num_draws,
+                                                                    "--num-draws"),
+        interval=args.interval, settings="full" if args.full else "quick",
+        source="the command line")
+    return config, data
+
+
+class _Unset(list):
+    """Marks an option not given. A list, so that an "append" option given adds to a
+    copy of it (a new object), never to the marker itself."""
+
+
+def _explicit_dests(args) -> set[str]:
+    """The compare options given on the command line, told apart from defaults.
+
+    The command line is parsed again into a namespace that already holds a
+    marker for every option: argparse then sets no defaults, and only the
+    options given replace their marker.
+    """
+    scratch = argparse.ArgumentParser(add_help=False)
+    _add_compare_args(scratch)
+    unset = _Unset()
+    namespace = argparse.Namespace(**dict.fromkeys(vars(args), unset))
+    given, _ = scratch.parse_known_args(args.argv[1:], namespace=namespace)
+    return {dest for dest, value in vars(given).items() if value is not unset}
+
+
+def _write_compare_outputs(args, config_text: str, result, data) -> None:
+    """--out: table, posteriors, plots, the resolved config and the HTML report."""
+    import importlib.util
+
+    from uqzoo.io import staged_folder, write_file_atomically
+    from uqzoo.report import write_report
+
+    parquet = any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
+    # Written into a temporary sibling folder that becomes --out only when
+    # complete: Ctrl-C or a full disk here leaves no half-written results.
+    with staged_folder(args.out, overwrite=args.overwrite, what="--out") as staging:
+        result.table.to_csv(staging / "results.csv")
+        if parquet:
+            result.table.to_parquet(staging / "results.parquet")
+        for name, post in result.posteriors.items():
+            post.save(staging / f"{name}.nc")
+        _save_plots(result.reports, data, staging, comparison=result)
+        write_file_atomically(staging / "config.toml", config_text.encode("utf-8"))
+        write_report(result, staging / "report.html", data=data, settings=config_text)
+    written = "results.csv" + (", results.parquet" if parquet else "")
+    print(f"\nwrote {args.out}: report.html, {written}, config.toml (repeat the run with "
+          f"--config), one posterior .nc per method, and plots")
+    if not parquet:
+        print("note: results.parquet not written: it needs pyarrow (pip install pyarrow)")
 
 
 def _save_plots(reports, data, out: Path, comparison=None) -> None:
@@ -373,11 +470,7 @@ def _add_net_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="uqzoo", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command")
-
-    p = sub.add_parser("compare", help="fit methods on a dataset and compare their UQ")
+def _add_compare_args(p: argparse.ArgumentParser) -> None:
     _add_data_args(p)
     _add_net_args(p)
     p.add_argument("--methods", help="comma-separated method names; default: all")
@@ -394,10 +487,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "which keep their level for any number of draws")
     p.add_argument("--set", action="append", metavar="METHOD.OPTION=VALUE",
                    help="a method option, e.g. hmc.num_samples=1000 (repeatable)")
-    p.add_argument("--out", help="folder for the table (CSV), posteriors (.nc) and plots; "
-                                 "new or empty, its parent must exist")
+    p.add_argument("--config", metavar="FILE.toml",
+                   help="the whole run from a config file (see uqzoo.compare_config); "
+                        "--out DIR writes the resolved one as DIR/config.toml")
+    p.add_argument("--out", help="folder for report.html, the table (results.csv), the "
+                                 "resolved config.toml, posteriors (.nc) and plots; new or "
+                                 "empty, its parent must exist")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing non-empty --out folder (as a whole, at the end)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="uqzoo", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command")
+
+    p = sub.add_parser("compare", help="fit methods on a dataset and compare their UQ")
+    _add_compare_args(p)
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("fit", help="fit one method and save its posterior (.nc)")
@@ -429,7 +534,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C)."""
     try:
         parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
         args = parser.parse_args(argv)
+        args.argv = argv              # compare --config tells given flags from defaults
         if args.command is None:
             parser.print_help()
             return 0
