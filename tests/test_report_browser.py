@@ -1,0 +1,130 @@
+"""The report in a real browser: headless Chromium shows its table and figures, no errors.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` (``apt-get install chromium
+chromium-driver``) and Selenium (the ``test`` extra). Nothing is downloaded at
+run time: the driver on PATH is used, never Selenium Manager. Skipped, with the
+reason, where any of them is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import uqzoo as uz
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
+                                "(pip install selenium; it is in the test extra)")
+
+CHROMIUM = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser"))),
+                None)
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None,
+    reason="no headless browser: install Debian's chromium and chromium-driver "
+           "(apt-get install chromium chromium-driver)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1280,1000",
+                     "--no-first-run", "--disable-extensions"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    except Exception as exc:          # a driver that does not match the browser, no display...
+        pytest.skip(f"headless chromium did not start: {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''}")
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def scene_report(tmp_path_factory):
+    return _scene_report(tmp_path_factory.mktemp("report") / "report.html")
+
+
+def _scene_report(path):
+    """A small binary scene with true probabilities: every section of the report."""
+    rng = np.random.default_rng(3)
+    coords = np.array([(r, c) for r in range(8) for c in range(10)])
+    p1 = rng.uniform(0.05, 0.95, size=len(coords))
+    y = (rng.uniform(size=len(coords)) < p1).astype(int)
+    X = rng.normal(size=(len(coords), 2))
+    data = uz.ClassificationData(X, y, X, y, 2, p_true_test=np.stack([1 - p1, p1], 1),
+                                 coords_test=coords, name="scene <&> 'quoted'",
+                                 meta={"image_shape": (8, 10)})
+    reports = {}
+    for seed, (name, concentration) in enumerate([("wide", 4.0), ("narrow", 400.0)]):
+        q = np.random.default_rng(seed).beta(concentration * p1, concentration * (1 - p1),
+                                             size=(50, len(p1)))
+        reports[name] = uz.evaluate(np.stack([1 - q, q], -1), data, levels=(0.8, 0.95))
+    rows = [{**rep.to_dict(), "method": name, "fit_seconds": 0.1}
+            for name, rep in reports.items()]
+    table = pd.DataFrame(rows).set_index("method")
+    table["failed"] = table["failed"].astype("boolean")
+    result = uz.Comparison(table=table, reports=reports, posteriors={})
+    return uz.write_report(result, path, data=data, settings="[compare]\nseed = 0\n"), result
+
+
+def test_report_renders_table_and_figures_without_console_errors(browser, scene_report):
+    path, result = scene_report
+    browser.get(path.as_uri())
+    assert browser.title.endswith("uqzoo report")
+    assert "scene <&> 'quoted'" in browser.title
+
+    rows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#comparison tbody tr'))"
+        ".map(r => [r.dataset.method, r.cells.length]);")
+    headers = browser.execute_script(
+        "return document.querySelectorAll('#comparison thead tr:last-child th').length;")
+    assert [name for name, _ in rows] == list(result.table.index)
+    assert all(cells == headers for _, cells in rows)          # every row fills the table
+    box = browser.execute_script(
+        "const r = document.querySelector('#comparison').getBoundingClientRect();"
+        "return [r.width, r.height];")
+    assert box[0] > 300 and box[1] > 50
+
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => "
+        "[i.closest('figure').id, i.complete, i.naturalWidth, i.naturalHeight, "
+        "i.getBoundingClientRect().width]);")
+    ids = [i[0] for i in images]
+    assert ids == ["reliability-wide", "reliability-narrow", "coverage-plot",
+                   "risk-coverage-plot", "maps-wide", "maps-narrow"]
+    for fig_id, complete, width, height, shown in images:
+        assert complete and width > 100 and height > 100 and shown > 100, fig_id
+
+    verdict = browser.find_element("id", "verdict").text
+    assert verdict.splitlines() == list(uz.report.verdict(result).sentences)
+
+    # the page asked for nothing over the network: only itself
+    requested = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name);")
+    assert requested == []
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_the_security_policy_blocks_what_the_report_never_needs(browser, scene_report,
+                                                               tmp_path):
+    """A control: an external image added to the page is refused and logged, so the
+    test above would see a report that tried to fetch anything."""
+    path, _ = scene_report
+    text = path.read_text(encoding="utf-8").replace(
+        "</main>", '<img id="probe" src="https://example.invalid/x.png"></main>')
+    (tmp_path / "probe.html").write_text(text, encoding="utf-8")
+    browser.get((tmp_path / "probe.html").as_uri())
+    assert browser.execute_script("return document.getElementById('probe').naturalWidth;") == 0
+    logs = browser.get_log("browser")
+    assert any(entry["level"] == "SEVERE" and "Content Security Policy" in entry["message"]
+               for entry in logs), logs
