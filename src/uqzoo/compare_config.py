@@ -11,6 +11,8 @@ with their options, and the settings of the evaluation::
     num_draws = 1000                    # common draw budget S of the methods that draw freely
     interval = "equal_tailed"           # or "order_statistic"
     settings = "quick"                  # "quick" (uqzoo.compare.QUICK_CONFIGS) or "full"
+    perturb = ["illumination:0.8-1.2"]  # also evaluate under shift (uz.perturb); optional
+    copies = 10                         # perturbed copies per perturbation
 
     [data]
     dataset = "sim-teacher"             # a name (uz.datasets.names()) or a file
@@ -93,7 +95,10 @@ DEFAULT_DELTA = 0.2
 INTERVALS = ("equal_tailed", "order_statistic")
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
-_COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings")
+_COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
+                 "perturb", "copies")
+# Perturbed copies per perturbation when a config names perturbations.
+DEFAULT_COPIES = 10
 # Spec fields the data decide.
 _SPEC_FROM_DATA = ("in_features", "n_classes")
 # Options of a file's loader that the config does not take: arrays, or set
@@ -192,6 +197,11 @@ class CompareConfig:
         Draw budget; None: ``uqzoo.compare.DEFAULT_NUM_DRAWS``.
     interval : str
     settings : {"quick", "full"}
+    perturb : tuple of str
+        Perturbations to evaluate every method under, as ``family:low-high``
+        labels (:class:`uqzoo.perturb.Perturbation`); empty: none.
+    copies : int
+        Perturbed copies per perturbation.
     source : str
         Where the config came from (a file, or the command line); not compared.
     """
@@ -207,6 +217,8 @@ class CompareConfig:
     num_draws: int | None = None
     interval: str = "equal_tailed"
     settings: str = "quick"
+    perturb: tuple[str, ...] = ()
+    copies: int = DEFAULT_COPIES
     source: str = dataclasses.field(default="", compare=False)
 
     # -- what a run needs ------------------------------------------------------------
@@ -262,7 +274,8 @@ class CompareConfig:
                        levels=self.levels, delta=self.delta, configs=self.method_options(),
                        progress_bar=progress_bar,
                        num_draws=DEFAULT_NUM_DRAWS if self.num_draws is None else self.num_draws,
-                       interval=self.interval)
+                       interval=self.interval, perturbations=list(self.perturb) or None,
+                       copies=self.copies)
 
     # -- resolving and writing ------------------------------------------------------
 
@@ -303,6 +316,8 @@ class CompareConfig:
         if self.num_draws is not None:
             head["num_draws"] = self.num_draws
         head.update(interval=self.interval, settings=self.settings)
+        if self.perturb:
+            head.update(perturb=list(self.perturb), copies=self.copies)
         defaults = data_options(self.dataset)
         data = {"dataset": self.dataset}
         for key, value in self.data.items():
@@ -494,6 +509,37 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
                 raise InvalidInputError(f"{_where(path, 'compare.' + key)}: must be one of "
                                         f"{', '.join(allowed)}, got {value!r}")
             out[key] = value
+    out.update(_read_perturb(head, path))
+    return out
+
+
+def _read_perturb(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """``perturb`` (labels, checked by uz.perturb) and ``copies`` of ``[compare]``."""
+    from uqzoo.perturb import Perturbation
+
+    out: dict[str, Any] = {}
+    texts = head.get("perturb", [])
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise InvalidTypeError(f"{_where(path, 'compare.perturb')}: must be an array of "
+                               f"perturbations like [\"illumination:0.8-1.2\"], got "
+                               f"{_type_name(texts)} {_show(texts)}")
+    labels = []
+    for i, text in enumerate(texts):
+        try:
+            labels.append(Perturbation.parse(text).label)
+        except UqzooError as exc:
+            raise type(exc)(f"{_where(path, f'compare.perturb[{i}]')}: {exc}") from None
+    for i, label in enumerate(labels):
+        if labels.index(label) != i:
+            raise InvalidInputError(f"{_where(path, 'compare.perturb')}: lists {label!r} "
+                                    "twice")
+    if labels:
+        out["perturb"] = tuple(labels)
+    if "copies" in head:
+        if not labels:
+            raise InvalidInputError(f"{_where(path, 'compare.copies')}: needs perturb (the "
+                                    "perturbations to make copies of)")
+        out["copies"] = _check_int(head["copies"], path, "compare.copies", 1)
     return out
 
 
