@@ -254,11 +254,6 @@ def test_compare_flags_then_config_repeat_the_run_exactly(tmp_path, capsys):
     a = pd.read_csv(first / "results.csv", index_col="method").drop(columns="fit_seconds")
     b = pd.read_csv(second / "results.csv", index_col="method").drop(columns="fit_seconds")
     pd.testing.assert_frame_equal(a, b)
-    # and the same again straight from the small hand-written file
-    assert main(["compare", "--config", str(_file(tmp_path, SMALL_RUN)), "--no-progress",
-                 "--out", str(tmp_path / "third")]) == 0
-    c = pd.read_csv(tmp_path / "third" / "results.csv", index_col="method")
-    pd.testing.assert_frame_equal(a, c.drop(columns="fit_seconds"))
 
 
 def test_flags_that_the_file_holds_cannot_join_it(tmp_path, capsys, monkeypatch):
