@@ -392,6 +392,7 @@ def test_a_format_1_mc_dropout_file_loads_with_its_rate_in_the_config():
 
     post = uz.load_posterior(os.path.join(DATA, "format1_mc_dropout.nc"))
     assert not hasattr(post.spec, "dropout")
+    assert post.spec.prior == "iid"            # the only prior uqzoo 0.1 had
     assert post.config["dropout"] == 0.2
     assert post.diagnostics["dropout_rate"] == 0.2
     # One name per timing: the whole fit as "seconds", phases as "seconds_<phase>".

@@ -131,18 +131,22 @@ def test_jax_log_likelihood_matches_float64(n_classes):
 
 
 
-def test_jax_log_prior_is_the_gaussian_density_of_every_parameter():
+@pytest.mark.parametrize("prior", ["fan_in", "iid"])
+def test_jax_log_prior_is_the_gaussian_density_of_every_parameter(prior):
     from scipy import stats
 
-    spec = MLPSpec(4, 3, hidden=(5,), prior_scale=0.7)
+    spec = MLPSpec(4, 3, hidden=(5,), prior_scale=0.7, prior=prior)
     draws = spec.init_params(seed=3, num=2)
     got = np.asarray(jnet.log_prior(spec, {k: jnp.asarray(v) for k, v in draws.items()}))
-    ref = [sum(stats.norm(0, 0.7).logpdf(v[s].astype(np.float64)).sum() for v in draws.values())
-           for s in range(2)]
+    # weights N(0, 0.7²/fan_in) under "fan_in", every parameter N(0, 0.7²) under "iid"
+    sds = {k: 0.7 / np.sqrt(v.shape[-1]) if prior == "fan_in" and k.endswith("weight")
+           else 0.7 for k, v in draws.items()}
+    ref = [sum(stats.norm(0, sds[k]).logpdf(v[s].astype(np.float64)).sum()
+               for k, v in draws.items()) for s in range(2)]
     assert got.shape == (2,)
     # float32 sum of n_params terms of size up to |log pdf|
-    terms = np.abs(np.concatenate([stats.norm(0, 0.7).logpdf(v[0]).ravel()
-                                   for v in draws.values()]))
+    terms = np.abs(np.concatenate([stats.norm(0, sds[k]).logpdf(v[0]).ravel()
+                                   for k, v in draws.items()]))
     np.testing.assert_allclose(got, ref, rtol=0, atol=gamma(spec.n_params + 4) * terms.sum() * 4)
 
 

@@ -152,7 +152,7 @@ POSTERIOR = _posterior()
 
 @SETTINGS
 @given(field=st.sampled_from(["in_features", "n_classes", "hidden", "activation",
-                              "prior_scale", "dropout"]), value=junk)
+                              "prior_scale", "prior"]), value=junk)
 def test_mlpspec(field, value):
     only_uqzoo_errors(uz.MLPSpec, **{"in_features": 3, "n_classes": 2, field: value})
 

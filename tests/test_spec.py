@@ -152,3 +152,16 @@ def test_check_draws_accepts_torch_tensors_and_returns_float32():
 
 def test_top_level_exports():
     assert uz.MLPSpec is MLPSpec
+
+
+def test_the_fan_in_prior_scales_weights_by_their_fan_in_and_iid_does_not():
+    spec = MLPSpec(16, 3, hidden=(4,), prior_scale=2.0)
+    assert spec.prior == "fan_in"
+    assert spec.prior_sds() == {"layers.0.weight": 0.5, "layers.0.bias": 2.0,
+                                "layers.1.weight": 1.0, "layers.1.bias": 2.0}
+    iid = MLPSpec(16, 3, hidden=(4,), prior_scale=2.0, prior="iid")
+    assert set(iid.prior_sds().values()) == {2.0}
+    with pytest.raises(InvalidInputError, match="'fan_in', 'iid'"):
+        MLPSpec(16, 3, prior="gaussian")
+    with pytest.raises(InvalidInputError, match="layers.9.weight"):
+        spec.prior_sd("layers.9.weight")

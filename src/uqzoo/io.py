@@ -874,7 +874,7 @@ def _diagnostic_attrs(group, where: str) -> dict[str, Any]:
     return out
 
 
-def _root_attrs(f) -> dict[str, Any]:
+def _root_attrs(f, fmt: str) -> dict[str, Any]:
     """The root attributes uqzoo defines, each parsed against its declared type."""
     from uqzoo.spec import MLPSpec
 
@@ -904,6 +904,8 @@ def _root_attrs(f) -> dict[str, Any]:
     spec = _json(text("spec"), "spec")
     if not isinstance(spec, dict) or not isinstance(spec.get("hidden"), list):
         raise _Bad("attribute 'spec' must be a JSON object with a 'hidden' list")
+    if fmt == "uqzoo.posterior/1":
+        spec.setdefault("prior", "iid")      # the only prior format 1 knew
     try:
         out["spec"] = MLPSpec.from_dict(spec)
         out["legacy_dropout"] = spec.get("dropout")
@@ -939,7 +941,8 @@ def _upgrade_format_1(attrs: dict[str, Any], diagnostics: dict[str, Any]) -> Non
     """Give a format-1 posterior the meanings of format 2, in place.
 
     Format 1 kept MC dropout's rate in the spec, counted HMC's ``num_samples``
-    per chain, and named timings in five ways.
+    per chain, and named timings in five ways (its specs, whose prior was
+    always "iid", are read by :func:`_root_attrs`).
     """
     config, method = attrs["config"], attrs["method"]
     if method == "mc_dropout" and config.get("dropout") is None:
@@ -1013,7 +1016,7 @@ def load_posterior(path):
                 raise FileFormatError(
                     f"{where!r} is not a uqzoo posterior (uqzoo_format attribute is "
                     f"{fmt!r}, expected {FORMAT!r} or an older {_OLD_FORMATS})")
-            attrs = _root_attrs(f)
+            attrs = _root_attrs(f, fmt)
             spec = attrs["spec"]
             groups = _members(f, "")
             unknown = sorted(set(groups) - set(_GROUPS))

@@ -78,7 +78,7 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
 
     Features are used as given: put a ``StandardScaler`` before the estimator
     in a ``Pipeline`` (as for scikit-learn's ``MLPClassifier``). The prior
-    N(0, prior_scale²) on every weight assumes features of unit scale.
+    assumes features of unit scale.
 
     Parameters
     ----------
@@ -91,7 +91,9 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
         Bayesian logistic / softmax regression.
     activation : {"tanh", "relu", "sigmoid"}, default="tanh"
     prior_scale : float, default=1.0
-        Standard deviation of the Gaussian prior on every weight and bias.
+        Scale s of the Gaussian prior (:class:`uqzoo.MLPSpec`).
+    prior : {"fan_in", "iid"}, default="fan_in"
+        Weights N(0, s²/fan_in) and biases N(0, s²), or every parameter N(0, s²).
     method_options : dict or None, default=None
         The method's own hyper-parameters (fields of
         ``uz.methods.get(method).Config``), e.g. ``{"num_epochs": 200}`` or
@@ -140,12 +142,13 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, method: str = "laplace", *, hidden: tuple[int, ...] = (10, 10),
                  activation: str = "tanh", prior_scale: float = 1.0,
-                 method_options: Mapping[str, Any] | None = None,
+                 prior: str = "fan_in", method_options: Mapping[str, Any] | None = None,
                  progress_bar: bool = False, random_state: Any = None) -> None:
         self.method = method
         self.hidden = hidden
         self.activation = activation
         self.prior_scale = prior_scale
+        self.prior = prior
         self.method_options = method_options
         self.progress_bar = progress_bar
         self.random_state = random_state
@@ -184,7 +187,8 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
         data = datasets.from_arrays(X, y, X_test=X[:1], y_test=y[:1], standardize=False,
                                     name="UQClassifier")
         spec = MLPSpec(data.n_features, data.n_classes, hidden=self.hidden,
-                       activation=self.activation, prior_scale=self.prior_scale)
+                       activation=self.activation, prior_scale=self.prior_scale,
+                       prior=self.prior)
         self.posterior_ = fit_method(self.method, spec, data, seed=seed,
                                      progress_bar=bool(self.progress_bar), **options)
         self.classes_ = np.asarray(data.classes)

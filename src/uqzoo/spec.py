@@ -21,9 +21,10 @@ import numpy as np
 from uqzoo._validation import _show, check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["ACTIVATIONS", "MLPSpec"]
+__all__ = ["ACTIVATIONS", "PRIORS", "MLPSpec"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid")
+PRIORS = ("fan_in", "iid")
 
 # Keys older releases wrote into a spec that are no longer part of it.
 _LEGACY_KEYS = ("dropout",)
@@ -50,8 +51,17 @@ class MLPSpec:
     activation : {"tanh", "relu", "sigmoid"}
         The non-linearity after every hidden layer.
     prior_scale : float
-        Standard deviation of the N(0, prior_scale²) prior on every weight and
-        bias. MAP training uses the matching weight decay.
+        s, the scale of the Gaussian prior (see ``prior``). Every method uses
+        the same prior; MAP training uses the matching weight decay.
+    prior : {"fan_in", "iid"}
+        ``"fan_in"`` (default): the weights of a layer with n inputs are
+        N(0, s²/n) and its biases N(0, s²) -- Neal's (1996) scaling, under
+        which a unit's pre-activation has prior variance about 2 s² for
+        standardised inputs whatever the width, so a 200-band input does not
+        saturate tanh. ``"iid"``: every weight and bias N(0, s²), uqzoo 0.1's
+        prior (and the one teacher networks such as ``sim-teacher`` draw
+        from); with D inputs a first-layer pre-activation then has prior sd
+        s·√(D + 1), 14 for 200 bands.
 
     The spec is the architecture and prior only: what a method does on top
     (MC dropout's rate, an ensemble's size) lives in that method's ``Config``.
@@ -71,6 +81,7 @@ class MLPSpec:
     hidden: tuple[int, ...] = (10, 10)
     activation: str = "tanh"
     prior_scale: float = 1.0
+    prior: str = "fan_in"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -88,6 +99,7 @@ class MLPSpec:
         set_(self, "activation", check_choice(self.activation, "activation", ACTIVATIONS))
         set_(self, "prior_scale", check_float(self.prior_scale, "prior_scale", low=0.0,
                                               low_open=True))
+        set_(self, "prior", check_choice(self.prior, "prior", PRIORS))
 
     @property
     def n_outputs(self) -> int:
@@ -130,6 +142,29 @@ class MLPSpec:
         """
         fields = {k: v for k, v in d.items() if k not in _LEGACY_KEYS}
         return cls(**{**fields, "hidden": tuple(fields["hidden"])})
+
+    def prior_sd(self, key: str) -> float:
+        """The prior standard deviation of parameter ``key`` (e.g. ``"layers.0.weight"``).
+
+        Examples
+        --------
+        >>> spec = MLPSpec(100, 2, hidden=(10,), prior_scale=2.0)
+        >>> spec.prior_sd("layers.0.weight"), spec.prior_sd("layers.0.bias")
+        (0.2, 2.0)
+        >>> MLPSpec(100, 2, hidden=(10,), prior="iid").prior_sd("layers.1.weight")
+        1.0
+        """
+        shape = self.param_shapes().get(key)
+        if shape is None:
+            raise InvalidInputError(f"key must be a parameter of the spec, got {_show(key)}; "
+                                    f"allowed: {list(self.param_shapes())}")
+        if self.prior == "fan_in" and key.endswith(".weight"):
+            return self.prior_scale / math.sqrt(shape[1])
+        return self.prior_scale
+
+    def prior_sds(self) -> dict[str, float]:
+        """:meth:`prior_sd` of every parameter, in layer order."""
+        return {key: self.prior_sd(key) for key in self.param_shapes()}
 
     # -- parameter layout helpers -------------------------------------------------
 

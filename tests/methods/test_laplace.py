@@ -48,7 +48,7 @@ def test_linear_gaussian_is_exact():
     X, y = _linear_gaussian()
     sigma, prior_scale = 0.4, 0.8
     delta = 1 / prior_scale ** 2
-    spec = uz.MLPSpec(3, 2, hidden=(), prior_scale=prior_scale)
+    spec = uz.MLPSpec(3, 2, hidden=(), prior_scale=prior_scale, prior="iid")
     Z = np.c_[X, np.ones(len(y))]                       # flattened layout: weight, then bias
     precision = Z.T @ Z / sigma ** 2 + delta * np.eye(4)
     theta = np.linalg.solve(precision, Z.T @ y / sigma ** 2)
@@ -67,7 +67,7 @@ def test_linear_gaussian_is_exact():
 
 def test_scalar_tuning_maximises_the_evidence():
     X, y = _linear_gaussian(seed=1)
-    spec = uz.MLPSpec(3, 2, hidden=())
+    spec = uz.MLPSpec(3, 2, hidden=(), prior="iid")
     Z = np.c_[X, np.ones(len(y))]
     theta = np.linalg.lstsq(Z, y, rcond=None)[0]
     tuned = laplace.laplace_at(spec, spec.unflatten(theta), X, y,
@@ -75,7 +75,7 @@ def test_scalar_tuning_maximises_the_evidence():
     best = tuned.prior_precision[0]
     for factor in (0.9, 1.1):
         other = laplace.laplace_at(
-            uz.MLPSpec(3, 2, hidden=(), prior_scale=1 / math.sqrt(best * factor)),
+            uz.MLPSpec(3, 2, hidden=(), prior_scale=1 / math.sqrt(best * factor), prior="iid"),
             spec.unflatten(theta), X, y, prior_tuning="none",
             log_likelihood_terms=_gaussian(0.4))
         assert other.log_marginal_likelihood < tuned.log_marginal_likelihood
@@ -85,6 +85,39 @@ def test_scalar_tuning_maximises_the_evidence():
     assert abs(grad * best) < 1e-4
 
 
+def test_fan_in_prior_gives_each_parameter_its_own_precision_exactly():
+    """Linear-Gaussian closed form under the fan-in prior: weights N(0, s²/D), bias N(0, s²)."""
+    X, y = _linear_gaussian(seed=2)
+    sigma, s = 0.4, 0.8
+    spec = uz.MLPSpec(3, 2, hidden=(), prior_scale=s)                 # prior="fan_in"
+    delta = np.array([3 / s ** 2] * 3 + [1 / s ** 2])
+    Z = np.c_[X, np.ones(len(y))]
+    precision = Z.T @ Z / sigma ** 2 + np.diag(delta)
+    theta = np.linalg.solve(precision, Z.T @ y / sigma ** 2)
+    evidence = stats.multivariate_normal(
+        np.zeros(len(y)), sigma ** 2 * np.eye(len(y)) + Z @ np.diag(1 / delta) @ Z.T).logpdf(y)
+    full = laplace.laplace_at(spec, spec.unflatten(theta), X, y, prior_tuning="none",
+                              log_likelihood_terms=_gaussian(sigma))
+    np.testing.assert_allclose(full.precision, precision, rtol=1e-12)
+    assert abs(full.log_marginal_likelihood - evidence) < 1e-8
+    # Scalar tuning scales every precision by one factor c: no factor within ±5 % on a
+    # fine grid beats the tuned one.
+    tuned = laplace.laplace_at(spec, spec.unflatten(theta), X, y,
+                               log_likelihood_terms=_gaussian(sigma))
+    c = tuned.prior_precision[0] * s ** 2
+    grid = c * np.exp(np.linspace(-0.05, 0.05, 11))
+
+    def closed(cc):
+        # The evidence at θ* with every precision scaled by cc (prior_scale s/√cc).
+        scaled = uz.MLPSpec(3, 2, hidden=(), prior_scale=s / np.sqrt(cc))
+        return laplace.laplace_at(scaled, spec.unflatten(theta), X, y, prior_tuning="none",
+                                  log_likelihood_terms=_gaussian(sigma)).log_marginal_likelihood
+    values = [closed(cc) for cc in grid]
+    # the grid's middle point is the tuned factor itself
+    assert np.argmax(values) == 5
+    assert abs(values[5] - tuned.log_marginal_likelihood) < 1e-8
+
+
 @pytest.fixture(scope="module")
 def logistic():
     rng = np.random.default_rng(0)
@@ -92,7 +125,7 @@ def logistic():
     X = rng.normal(size=(n, d))
     y = (rng.random(n) < 1 / (1 + np.exp(-(X @ np.array([1.5, -1.0, 0.5]) + 0.3)))).astype(int)
     data = uz.ClassificationData(X, y, X[:20], y[:20], n_classes=2)
-    spec = uz.MLPSpec(d, 2, hidden=(), prior_scale=1.5)
+    spec = uz.MLPSpec(d, 2, hidden=(), prior_scale=1.5, prior="iid")
     X = data.X_train.astype(np.float64)    # the float32 rows the fit sees
     Z = np.c_[X, np.ones(n)]
     delta = 1 / spec.prior_scale ** 2

@@ -153,8 +153,8 @@ def _shared_log_joint(spec, params, X, y):
         terms = jnet.log_likelihood_terms(spec, jnet.forward_logits(spec, p64, X64), y)
         prior = float(jnet.log_prior(spec, p64))
         magnitude = float(np.abs(np.asarray(terms)).sum()) + sum(
-            float(np.sum(0.5 * (np.asarray(v) / spec.prior_scale) ** 2 + abs(
-                np.log(spec.prior_scale) + 0.5 * np.log(2 * np.pi)))) for v in params.values())
+            float(np.sum(0.5 * (np.asarray(v) / spec.prior_sd(k)) ** 2 + abs(
+                np.log(spec.prior_sd(k)) + 0.5 * np.log(2 * np.pi)))) for k, v in params.items())
         return prior + float(np.asarray(terms).sum()), magnitude
 
 

@@ -32,8 +32,10 @@ def _plan(spec, n, **kw):
 def _reference_objective(spec, params, X, y, w, masks, n_train):
     """One member's objective written out independently of the trainer, masks (N, h_i).
 
-    The weight decay is ‖θ‖² / (2·prior_scale²·N): the negative log prior without
-    its normalising constant, which the trainer leaves out of the reported loss.
+    The weight decay is Σ_k ‖θ_k‖² / (2·sd_k²·N) with sd_k the prior sd of
+    parameter k (prior_scale/√fan_in for weights under the fan-in prior): the
+    negative log prior without its normalising constant, which the trainer
+    leaves out of the reported loss.
     """
     act = {"tanh": jnp.tanh, "relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid}[spec.activation]
     h = X
@@ -48,8 +50,16 @@ def _reference_objective(spec, params, X, y, w, masks, n_train):
     else:
         nll = -jnp.take_along_axis(jax.nn.log_softmax(h), y[:, None], 1)[:, 0]
     data = jnp.mean(nll * w) if w is not None else jnp.mean(nll)
-    sq = sum(jnp.sum(p * p) for p in params.values())
-    return data + sq / (2 * spec.prior_scale ** 2 * n_train)
+    sds = _prior_sds(spec)
+    penalty = sum(jnp.sum(p * p) / sds[k] ** 2 for k, p in params.items())
+    return data + penalty / (2 * n_train)
+
+
+def _prior_sds(spec):
+    """Written out: weights s/√fan_in under "fan_in", every parameter s under "iid"."""
+    return {k: spec.prior_scale / np.sqrt(shape[1])
+            if spec.prior == "fan_in" and k.endswith("weight") else spec.prior_scale
+            for k, shape in spec.param_shapes().items()}
 
 
 @pytest.mark.parametrize("hidden, activation, n_classes, per_member_rows", [
@@ -104,20 +114,26 @@ def test_fused_objective_and_gradient_are_each_members_own(hidden, activation, n
 
 
 def _torch_loop(spec, X, y, init, steps, optimizer, lr, lrs=None):
-    """Plain per-member torch training with weight decay = the prior (the reference)."""
-    decay = 1.0 / (spec.prior_scale ** 2 * len(y))
+    """Plain per-member torch training with weight decay = the prior (the reference).
+
+    One parameter group per tensor, each with its own weight decay 1/(sd_k²·N).
+    """
+    sds = _prior_sds(spec)
     out = []
     for m in range(next(iter(init.values())).shape[0]):
         net = tnet.MLP(spec)
         net.load_state_dict({k: torch.tensor(v[m]) for k, v in init.items()})
+        groups = [{"params": [p], "weight_decay": 1.0 / (sds[k] ** 2 * len(y))}
+                  for k, p in net.named_parameters()]
         if optimizer == "adam":
-            opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=decay)
+            opt = torch.optim.Adam(groups, lr=lr)
         else:
-            opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=decay)
+            opt = torch.optim.SGD(groups, lr=lr, momentum=0.9)
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y.astype(np.float32))
         for step in range(steps):
             if lrs is not None:
-                opt.param_groups[0]["lr"] = float(lrs[step])
+                for group in opt.param_groups:
+                    group["lr"] = float(lrs[step])
             opt.zero_grad()
             logit = net(Xt)[:, 0]
             torch.nn.functional.binary_cross_entropy_with_logits(logit, yt).backward()
@@ -146,10 +162,10 @@ def test_full_batch_training_matches_a_torch_loop(optimizer, schedule):
         np.testing.assert_allclose(ours.params[k], ref[k], atol=2e-5)
     assert np.all(ours.loss[:, -1] < ours.loss[:, 0])
     # The first epoch reports the objective at the initial parameters: mean
-    # cross-entropy + ‖θ‖²/(2·prior_scale²·N) (the prior's normalising constant
+    # cross-entropy + Σ_k ‖θ_k‖²/(2·sd_k²·N) (the prior's normalising constant
     # left out), here in float64 through torch. Every term is positive, so each
     # float32 sum is within (n - 1)·ε32 relative; the two errors add.
-    decay = 1.0 / (spec.prior_scale ** 2 * len(y))
+    sds = _prior_sds(spec)
     for m in range(2):
         net = tnet.MLP(spec).double()
         net.load_state_dict({k: torch.tensor(v[m], dtype=torch.float64)
@@ -157,8 +173,8 @@ def test_full_batch_training_matches_a_torch_loop(optimizer, schedule):
         with torch.no_grad():
             nll = torch.nn.functional.binary_cross_entropy_with_logits(
                 net(torch.from_numpy(X).double())[:, 0], torch.from_numpy(y).double())
-        expected = float(nll) + 0.5 * decay * sum(float(np.sum(v[m].astype(np.float64) ** 2))
-                                                  for v in init.values())
+        expected = float(nll) + 0.5 / len(y) * sum(
+            float(np.sum(v[m].astype(np.float64) ** 2)) / sds[k] ** 2 for k, v in init.items())
         np.testing.assert_allclose(ours.loss[m, 0], expected,
                                    rtol=2 * len(y) * np.finfo(np.float32).eps)
 

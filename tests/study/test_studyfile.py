@@ -96,7 +96,8 @@ def test_expands_every_combination(tmp_path):
     assert {t.variant for t in tasks if t.method == "ensemble"} == {"num_members=3",
                                                                    "num_members=5"}
     config = tasks[0].config
-    assert config["spec"] == {"hidden": [5], "activation": "tanh", "prior_scale": 1.0}
+    assert config["spec"] == {"hidden": [5], "activation": "tanh", "prior_scale": 1.0,
+                              "prior": "fan_in"}
     assert config["levels"] == [0.5, 0.9]
 
 

@@ -16,8 +16,9 @@
        log Z(δ) ≈ log p(D | θ*) − ½ Σ δ_i θ*_i² + ½ Σ log δ_i − ½ log det(G + diag δ),
 
    at the trained θ* (the usual post-hoc practice of Immer et al. 2021 and
-   laplace-torch: θ* is not re-trained for the tuned δ). ``prior_tuning="none"``
-   keeps the spec's δ = 1/prior_scale².
+   laplace-torch: θ* is not re-trained for the tuned δ). δ_i is the spec's
+   prior precision 1/``prior_sd``² of parameter i times a tuned factor (one,
+   or one per layer); ``prior_tuning="none"`` keeps the spec's prior.
 4. S draws θ ~ N(θ*, (G + diag δ)⁻¹) through a Cholesky factor of the
    precision. ``predictive="glm"`` (default) makes the posterior push them
    through the network linearised at θ* (the GLM predictive, which suits the
@@ -94,7 +95,8 @@ class Config(_trainer.TrainingConfig):
     prior_tuning : {"scalar", "layerwise", "none"}
         Maximise the Laplace marginal likelihood over one prior precision
         (default), one per layer (weight and bias of a layer share it), or keep
-        the spec's 1/prior_scale².
+        the spec's prior. Tuning multiplies the spec's per-parameter
+        precision 1/``prior_sd``² by the factor.
     predictive : {"glm", "nn"}
         Linearised (default) or network predictive of the draws.
     num_samples : int
@@ -257,45 +259,54 @@ def _curvature(spec: MLPSpec, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray
 
 
 class _Evidence:
-    """log Z(δ) and its gradient in log δ, for δ constant within each group (layer)."""
+    """log Z(δ) and its gradient in log λ, for δ_i = λ_g · base_i with λ constant per group.
+
+    ``base`` is the spec's prior precision of each parameter, 1/``prior_sd``²
+    (under the fan-in prior a layer's weights and biases differ), and λ_g the
+    factor tuning multiplies it by in group (layer) g; λ = 1 is the spec's prior.
+    """
 
     def __init__(self, curvature: _Curvature, theta: np.ndarray, groups: np.ndarray,
-                 hessian: str):
+                 base: np.ndarray, hessian: str):
         self.ggn = curvature.ggn
         self.log_lik = curvature.log_likelihood
         self.theta_sq = theta ** 2
         self.groups = groups
+        self.base = np.asarray(base, dtype=np.float64)
         self.num_groups = int(groups.max()) + 1
         self.hessian = hessian
         self._eig: tuple[np.ndarray, np.ndarray] | None = None
 
-    def expand(self, delta_groups: np.ndarray) -> np.ndarray:
-        return np.asarray(delta_groups, dtype=np.float64)[self.groups]
+    def expand(self, factors: np.ndarray) -> np.ndarray:
+        return np.asarray(factors, dtype=np.float64)[self.groups] * self.base
 
-    def precision(self, delta_groups: np.ndarray) -> np.ndarray:
-        delta = self.expand(delta_groups)
+    def precision(self, factors: np.ndarray) -> np.ndarray:
+        delta = self.expand(factors)
         if self.hessian == "diag":
             return self.ggn + delta
         return self.ggn + np.diag(delta)
 
-    def logdet_and_inverse_diag(self, delta_groups: np.ndarray) -> tuple[float, np.ndarray]:
-        delta = self.expand(delta_groups)
+    def logdet_and_inverse_diag(self, factors: np.ndarray) -> tuple[float, np.ndarray]:
+        delta = self.expand(factors)
         if self.hessian == "diag":
             h = self.ggn + delta
             return float(np.sum(np.log(h))), 1.0 / h
-        if np.all(delta_groups == delta_groups[0]):
-            # One δ: eigenvalues of G, computed once, give every log-determinant.
+        if np.all(factors == factors[0]):
+            # One λ: with B = diag(base), G + λB = B½ (B^-½ G B^-½ + λI) B½, so the
+            # eigenvalues of the scaled G, computed once, give every log-determinant.
             if self._eig is None:
-                self._eig = np.linalg.eigh(self.ggn)
+                root = np.sqrt(self.base)
+                self._eig = np.linalg.eigh(self.ggn / np.outer(root, root))
             lam, vec = self._eig
-            shifted = np.maximum(lam, 0.0) + delta_groups[0]
-            return float(np.sum(np.log(shifted))), (vec * vec) @ (1.0 / shifted)
-        chol = np.linalg.cholesky(self.precision(delta_groups))
+            shifted = np.maximum(lam, 0.0) + factors[0]
+            logdet = float(np.sum(np.log(shifted)) + np.sum(np.log(self.base)))
+            return logdet, ((vec * vec) @ (1.0 / shifted)) / self.base
+        chol = np.linalg.cholesky(self.precision(factors))
         inv_chol = _triangular_inverse(chol)
         return 2.0 * float(np.sum(np.log(np.diag(chol)))), np.sum(inv_chol * inv_chol, axis=0)
 
-    def value_and_grad(self, log_delta_groups: np.ndarray) -> tuple[float, np.ndarray]:
-        delta_groups = np.exp(log_delta_groups)
+    def value_and_grad(self, log_factors: np.ndarray) -> tuple[float, np.ndarray]:
+        delta_groups = np.exp(log_factors)
         delta = self.expand(delta_groups)
         logdet, inv_diag = self.logdet_and_inverse_diag(delta_groups)
         value = (self.log_lik - 0.5 * np.sum(delta * self.theta_sq)
@@ -339,7 +350,9 @@ class LaplaceResult(NamedTuple):
     subset_index : (P_sub,) int     entries of the flattened parameters it covers
     precision : (P_sub, P_sub) or (P_sub,)  G + diag δ (full or diagonal)
     ggn : like precision            the curvature alone
-    prior_precision : (L,)          δ per layer (equal entries when tuned as a scalar)
+    prior_precision : (L,)          δ of each layer's biases, λ_l / prior_scale² (its
+                                    weights': × fan_in under the fan-in prior; equal
+                                    entries when tuned as a scalar)
     log_likelihood : float          log p(D | θ*)
     log_marginal_likelihood : float the Laplace evidence at the final δ
     """
@@ -386,13 +399,14 @@ def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: n
         def log_likelihood_terms(logits, labels):
             return tnet.log_likelihood_terms(spec, logits, labels)
     curvature = _curvature(spec, flat, X, y, index, hessian, log_likelihood_terms)
-    evidence = _Evidence(curvature, flat[index], groups, hessian)
-    start = np.full(evidence.num_groups, 1.0 / spec.prior_scale ** 2)
-    delta_groups = _tune(evidence, start, prior_tuning)
-    log_evidence, _ = evidence.value_and_grad(np.log(delta_groups))
+    base = spec.flatten({key: np.full(shape, spec.prior_sd(key) ** -2.0)
+                         for key, shape in spec.param_shapes().items()})[index]
+    evidence = _Evidence(curvature, flat[index], groups, base, hessian)
+    factors = _tune(evidence, np.ones(evidence.num_groups), prior_tuning)
+    log_evidence, _ = evidence.value_and_grad(np.log(factors))
     per_layer = np.full(spec.n_layers, np.nan)
-    per_layer[spec.n_layers - evidence.num_groups:] = delta_groups
-    return LaplaceResult(subset_index=index, precision=evidence.precision(delta_groups),
+    per_layer[spec.n_layers - evidence.num_groups:] = factors / spec.prior_scale ** 2
+    return LaplaceResult(subset_index=index, precision=evidence.precision(factors),
                          ggn=curvature.ggn, prior_precision=per_layer,
                          log_likelihood=curvature.log_likelihood,
                          log_marginal_likelihood=float(log_evidence))
@@ -475,6 +489,7 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     samples = _sample(gaussian, center, config.num_samples, np.random.default_rng(ss_draws))
     draws = spec.unflatten(samples.astype(np.float32))
     diagnostics = _trainer.training_diagnostics(result, config)
+    convergence = _trainer.convergence(result, config, what="network")
     diagnostics.update(
         prior_precision=gaussian.prior_precision,
         log_marginal_likelihood=gaussian.log_marginal_likelihood,
@@ -484,8 +499,8 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
         seconds_curvature=time.perf_counter() - curvature_start)
     return Posterior(spec=spec, method="laplace", config=config_dict(config), seed=seed,
                      draws=draws, diagnostics=diagnostics, predictive=config.predictive,
-                     anchor=map_params,
-                     warnings=tuple(_trainer.training_warnings(result, config)))
+                     anchor=map_params, converged=convergence.converged,
+                     warnings=tuple(f"laplace: {m}" for m in convergence.messages))
 
 
 def probit_mean(posterior: Posterior, X: object) -> np.ndarray:

@@ -3,7 +3,7 @@
 q(θ) = Π_j N(θ_j; m_j, s_j²) over every weight and bias of the network, with
 s_j = softplus(ρ_j), fitted by maximising the ELBO
 
-    ELBO(q) = E_q[log p(y | X, θ)] − β · KL(q ‖ p),   p = N(0, prior_scale²),
+    ELBO(q) = E_q[log p(y | X, θ)] − β · KL(q ‖ p),   p = the spec's prior,
 
 with reparametrised gradients (``num_particles`` draws per step) and the KL in
 closed form. ``kl_annealing_steps > 0`` ramps β linearly from ~0 to 1 over
@@ -178,7 +178,7 @@ def kl_weight_at(cfg: Config, step):
 def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
     """The Bayesian network as a NumPyro model ``model(X, y, kl_weight)``.
 
-    Every weight and bias gets the spec's N(0, prior_scale²) prior as a
+    Every weight and bias gets the spec's prior N(0, ``spec.prior_sd(key)``²) as a
     sample site (what the guide approximates); the likelihood is the shared
     one, :func:`uqzoo.nets.jax.log_likelihood_terms` of
     :func:`uqzoo.nets.jax.forward_logits`, added as a factor.
@@ -196,7 +196,7 @@ def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
         with numpyro.handlers.scale(scale=kl_weight):
             for key, shape in spec.param_shapes().items():
                 params[key] = numpyro.sample(
-                    key, dist.Normal(0.0, spec.prior_scale).expand(shape).to_event(len(shape)))
+                    key, dist.Normal(0.0, spec.prior_sd(key)).expand(shape).to_event(len(shape)))
         n = X.shape[0]
         if batch_size is None or batch_size >= n:
             numpyro.factor("log_likelihood", log_likelihood_terms(params, X, y).sum())
@@ -323,7 +323,7 @@ def optimize_numpyro(model_factory: Callable, model_key: tuple, shapes: dict[str
 def _pyro_mlp_model(spec: MLPSpec, batch_size: int | None):
     """The same model as :func:`_numpyro_mlp_model` in Pyro: ``model(X, y, kl_weight)``.
 
-    The prior is the spec's N(0, prior_scale²) on every weight and bias (the
+    The prior is the spec's, N(0, ``spec.prior_sd(key)``²) per parameter (the
     sites the guide approximates); the likelihood is the shared one,
     :func:`uqzoo.nets.torch.log_likelihood_terms` of
     :func:`uqzoo.nets.torch.forward_logits`.
@@ -340,7 +340,7 @@ def _pyro_mlp_model(spec: MLPSpec, batch_size: int | None):
 
     def model(X, y, kl_weight):
         with pyro.poutine.scale(scale=kl_weight):
-            params = {k: pyro.sample(k, pdist.Normal(0.0, spec.prior_scale).expand(s)
+            params = {k: pyro.sample(k, pdist.Normal(0.0, spec.prior_sd(k)).expand(s)
                                      .to_event(len(s))) for k, s in shapes.items()}
         n = X.shape[0]
         if batch_size is None or batch_size >= n:

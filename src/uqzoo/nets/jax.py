@@ -106,15 +106,15 @@ def log_likelihood(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array,
 
 
 def log_prior(spec: MLPSpec, params: Mapping[str, jax.Array]) -> jax.Array:
-    """log density of the spec's prior, N(0, prior_scale²) on every weight and bias.
+    """log density of the spec's prior, N(0, sd²) with sd = ``spec.prior_sd(key)``.
 
     Returns an array of shape (*B,) for parameters with leading axes B. The
-    MAP objective's weight decay, HMC's potential and Laplace's prior
-    precision all come from this one function.
+    MAP objective's weight decay and HMC's potential come from this one
+    function; MF-VI's and Laplace's priors use the same ``spec.prior_sds()``.
     """
-    scale = spec.prior_scale
     total = jnp.zeros(())
     for key, shape in spec.param_shapes().items():
+        scale = spec.prior_sd(key)
         value = params[key]
         axes = tuple(range(value.ndim - len(shape), value.ndim))
         total = total + (-0.5 * jnp.sum(jnp.square(value / scale), axis=axes)

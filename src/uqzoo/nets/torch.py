@@ -90,10 +90,10 @@ def log_likelihood(spec: MLPSpec, params: Mapping[str, torch.Tensor], X: torch.T
 
 
 def log_prior(spec: MLPSpec, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """log density of N(0, prior_scale²) on every weight and bias, shape (*B,)."""
-    scale = spec.prior_scale
+    """log density of the spec's prior, N(0, ``spec.prior_sd(key)``²) per parameter, shape (*B,)."""
     total = torch.zeros(())
     for key, shape in spec.param_shapes().items():
+        scale = spec.prior_sd(key)
         value = params[key]
         dims = tuple(range(value.dim() - len(shape), value.dim()))
         total = total + (-0.5 * (value / scale).square().sum(dim=dims)

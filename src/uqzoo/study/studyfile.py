@@ -62,7 +62,7 @@ DEFAULT_DELTA = 0.2
 
 _TOP_KEYS = ("study", "spec", "datasets", "methods")
 _STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed")
-_SPEC_KEYS = ("hidden", "activation", "prior_scale")
+_SPEC_KEYS = ("hidden", "activation", "prior_scale", "prior")
 _ENTRY_KEYS = ("name", "label", "options", "grid")
 _METHOD_KEYS = ("name", "label", "config", "grid")
 # Data-set options the runner sets itself: the data seed comes from the task, and
@@ -392,8 +392,9 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
                                                for h in hidden):
             raise InvalidTypeError(f"{_where(path, 'spec.hidden')}: must be an array of "
                                    f"integer widths like [10, 10], got {_show(hidden)}")
-    if "activation" in spec:
-        _check_str(spec["activation"], path, "spec.activation")
+    for name in ("activation", "prior"):
+        if name in spec:
+            _check_str(spec[name], path, f"spec.{name}")
     if "prior_scale" in spec:
         spec["prior_scale"] = _check_number(spec["prior_scale"], path, "spec.prior_scale")
     try:
@@ -402,7 +403,7 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
     except UqzooError as exc:
         raise type(exc)(f"{_where(path, 'spec')}: {exc}") from None
     return {"hidden": list(made.hidden), "activation": made.activation,
-            "prior_scale": float(made.prior_scale)}
+            "prior_scale": float(made.prior_scale), "prior": made.prior}
 
 
 # -- tasks ---------------------------------------------------------------------------------
@@ -502,7 +503,7 @@ class Study:
     delta : float
     seed : int
     spec : dict
-        ``hidden``, ``activation``, ``prior_scale``.
+        ``hidden``, ``activation``, ``prior_scale``, ``prior``.
     source : str
         The file's text, kept in the store beside the results.
     """
