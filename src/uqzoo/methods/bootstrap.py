@@ -135,6 +135,8 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     diagnostics = _trainer.training_diagnostics(result, config)
     diagnostics["init_seeds"] = np.asarray(info["init_seeds"], dtype=np.int64)
     diagnostics["resample_counts"] = info["counts"].astype(np.int32)
+    convergence = _trainer.convergence(result, config)
     return Posterior(spec=spec, method="bootstrap", config=config_dict(config), seed=seed,
                      draws=result.params, diagnostics=diagnostics,
-                     warnings=tuple(_trainer.training_warnings(result, config)))
+                     converged=convergence.converged,
+                     warnings=tuple(f"bootstrap: {m}" for m in convergence.messages))

@@ -151,9 +151,11 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     draws = fold_masks(spec, trained, masks, rate)
     diagnostics = _trainer.training_diagnostics(result, config)
     diagnostics["dropout_rate"] = float(rate)
+    convergence = _trainer.convergence(result, config, what="network")
     return Posterior(spec=spec, method="mc_dropout", config=config_dict(config), seed=seed,
                      draws=draws, diagnostics=diagnostics, anchor=trained,
-                     warnings=tuple(_trainer.training_warnings(result, config)))
+                     converged=convergence.converged,
+                     warnings=tuple(f"mc_dropout: {m}" for m in convergence.messages))
 
 
 def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None = None,
