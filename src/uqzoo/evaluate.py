@@ -42,8 +42,10 @@ from uqzoo._validation import (
     check_choice,
     check_int,
     check_levels,
+    check_seed,
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.metrics import bootstrap as boot
 from uqzoo.metrics import calibration as cal
 from uqzoo.metrics import selective as sel
 from uqzoo.metrics._common import check_delta
@@ -136,7 +138,9 @@ class EvalReport:
         ``"Gentoo"``) and <NA> for metrics over all classes, and ``variant``
         names the convention (e.g. ``"top_label, equal_width/15 bins"``). The
         ``class`` column is nullable Int64 when the labels are integers,
-        object otherwise.
+        object otherwise. With ``bootstrap``, two more columns ``ci_low,
+        ci_high``: the percentile interval of every row over the bootstrap
+        replicates (NaN for rows that are interval bounds themselves).
     levels : tuple of float
     delta : float
     side : str
@@ -199,6 +203,10 @@ class EvalReport:
         ``"recomputed"`` or ``"unavailable"``. ``to_dict`` adds their mean and
         sd as ``"<key>_shift_mean"`` and ``"<key>_shift_sd"`` (with
         ``"[<perturbation>]"`` appended when there are several).
+    bootstrap : BootstrapResult or None
+        With ``bootstrap``: B, seed, level, stratification and the (B, rows)
+        replicate values behind ``ci_low`` / ``ci_high``
+        (:mod:`uqzoo.metrics.bootstrap`).
     """
 
     table: pd.DataFrame
@@ -231,6 +239,7 @@ class EvalReport:
     pd_at_far: PdAtFar | None = None
     shift: pd.DataFrame | None = None
     shift_copies: pd.DataFrame | None = None
+    bootstrap: boot.BootstrapResult | None = None
 
     def value(self, metric: str, level: float | None = None, cls: object = None,
               variant: str | None = None) -> float:
@@ -435,7 +444,9 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
              side: str = "both", progress_bar: bool = False,
              far: Sequence[float] = DEFAULT_FARS,
              interval: str = "equal_tailed", perturbations: object = None,
-             copies: int = 10, seed: int = 0) -> EvalReport:
+             copies: int = 10, seed: int = 0, bootstrap: int | None = None,
+             bootstrap_confidence: float = boot.DEFAULT_CONFIDENCE,
+             bootstrap_stratified: bool = True) -> EvalReport:
     """Evaluate a posterior predictive: intervals, coverage, HCS, calibration, selection.
 
     Parameters
@@ -486,8 +497,23 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     copies : int
         Perturbed copies per perturbation (K >= 1).
     seed : int
-        Seed of the copies (magnitudes, noise, dropped features): the same
-        seed gives every method the same copies.
+        Seed of the copies (magnitudes, noise, dropped features) and of the
+        bootstrap weights (an independent stream): the same seed gives every
+        method the same copies and the same bootstrap replicates.
+    bootstrap : int >= 1, optional
+        B, the number of test-set bootstrap replicates; every row of the
+        table then gets a percentile interval (columns ``ci_low``,
+        ``ci_high``; ``report.bootstrap``). A Poisson bootstrap streamed with
+        the chunks, so it scales to millions of points; sort-based metrics
+        are recomputed per replicate with weights (see
+        :mod:`uqzoo.metrics.bootstrap` for which bootstrap and why). Cost
+        O(B × N); B = 1000 is the usual choice for 95 % percentile intervals.
+    bootstrap_confidence : float in (0, 1)
+        Level of the percentile intervals (default 0.95).
+    bootstrap_stratified : bool
+        Keep each class's test count in every replicate (default; right for
+        class counts fixed by design and for rare classes); False resamples
+        the class mix too, as for a test set drawn i.i.d.
 
     Returns
     -------
@@ -527,6 +553,11 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     if not isinstance(progress_bar, bool):
         raise InvalidTypeError(f"progress_bar must be True or False, got {_show(progress_bar)}")
     shift_plan = _shift.plan(perturbations, copies, seed, posterior_or_draws, data_or_labels)
+    bootstrap, bootstrap_confidence = boot.check_bootstrap(bootstrap, bootstrap_confidence)
+    if not isinstance(bootstrap_stratified, bool):
+        raise InvalidTypeError(f"bootstrap_stratified must be True or False, got "
+                               f"{_show(bootstrap_stratified)}")
+    weights = None if bootstrap is None else boot.PoissonWeights(bootstrap, check_seed(seed))
 
     X, y_raw, truth_raw, extras = _resolve_data(data_or_labels, p_true)
     is_posterior = hasattr(posterior_or_draws, "summarize")
@@ -563,7 +594,12 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     fit_classes = getattr(posterior_or_draws, "classes", None) if is_posterior else None
     classes = extras["classes"] or (tuple(fit_classes) if fit_classes is not None else None)
     report_parts = _accumulate(chunks, y, truth, levels, delta, side, n_bins, N, K, classes,
-                               fars)
+                               fars, weights, bootstrap_stratified)
+    bootstrap_result = None
+    if report_parts["bootstrap"] is not None:
+        report_parts["table"], bootstrap_result = boot.attach(
+            report_parts["bootstrap"], report_parts["table"], report_parts["mean"], y, levels,
+            report_parts["classes"], n_bins, fars, bootstrap_confidence)
     if report_parts["num_draws"] is not None:
         num_draws = report_parts["num_draws"]
     K = report_parts["mean"].shape[1]
@@ -585,6 +621,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         warnings=warnings, streamed=is_posterior, classes=classes,
         failures=_find_failures(report_parts, y, levels, names),
         detection_roc=report_parts["detection_roc"], pd_at_far=report_parts["pd_at_far"],
+        bootstrap=bootstrap_result,
     )
     if shift_plan is not None:
         # Each copy is evaluated exactly as the clean data; only tables are combined.
@@ -614,7 +651,9 @@ def _draw_count_warnings(num_draws: int, levels: tuple[float, ...], interval: st
 def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | None,
                 levels: tuple[float, ...], delta: float, side: str, n_bins: int, N: int,
                 K: int | None, classes: tuple | None,
-                fars: tuple[float, ...] = DEFAULT_FARS) -> dict[str, Any]:
+                fars: tuple[float, ...] = DEFAULT_FARS,
+                weights: boot.PoissonWeights | None = None,
+                stratified: bool = True) -> dict[str, Any]:
     L = len(levels)
     state: dict[str, Any] = {}
     start = 0
@@ -646,6 +685,9 @@ def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | Non
             C = len(state["hcs"].classes)
             state["hcs_pos"] = np.zeros((L, N, C), dtype=bool)
             state["hcs_neg"] = np.zeros((L, N, C), dtype=bool)
+            state["bootstrap"] = None if weights is None else boot.BootstrapAccumulator(
+                weights, K, levels, n_bins, state["hcs"].classes, truth is not None,
+                ch.expected_entropy is not None, stratified)
         num_draws = ch.num_draws if ch.num_draws is not None else num_draws
         yc = y[start:stop]
         state["top"].update(mean, yc)
@@ -660,6 +702,10 @@ def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | Non
         pos, neg = state["hcs"].update_validated(lo, hi, yc)
         state["hcs_pos"][:, start:stop] = pos
         state["hcs_neg"][:, start:stop] = neg
+        if state["bootstrap"] is not None:       # weights depend on the global index only
+            acc = state["bootstrap"]
+            acc.update(start, yc, acc.features(mean, yc, ch.lower, ch.upper, tc, pos, neg,
+                                               ch.expected_entropy))
         state["mean"][start:stop] = mean
         state["width"][:, start:stop] = hi - lo
         if state["expected_entropy"] is not None and ch.expected_entropy is not None:
@@ -667,7 +713,9 @@ def _accumulate(chunks: Iterator[_Chunk], y: np.ndarray, truth: np.ndarray | Non
         start = stop
     if start != N:
         raise InvalidInputError(f"the summaries covered {start} of the {N} test points")
-    return _finish(state, y, truth, levels, delta, side, n_bins, num_draws, classes, fars)
+    parts = _finish(state, y, truth, levels, delta, side, n_bins, num_draws, classes, fars)
+    parts["bootstrap"] = state.get("bootstrap")
+    return parts
 
 
 def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[float, ...],
@@ -695,6 +743,12 @@ def _finish(state: dict, y: np.ndarray, truth: np.ndarray | None, levels: tuple[
     acc_se = math.sqrt(scores.accuracy * (1 - scores.accuracy) / N)
     add("accuracy", "argmax of posterior mean", scores.accuracy, acc_se)
     add("balanced_accuracy", "mean recall over present classes", scores.balanced_accuracy)
+    hits, trues = state["scores"].hit_count, state["scores"].true_count
+    for k in range(K):
+        # recall of class k: the share of its points predicted k (NaN when absent)
+        r = hits[k] / trues[k] if trues[k] else nan
+        add("recall", "argmax of posterior mean, per true class", r,
+            math.sqrt(r * (1 - r) / trues[k]) if trues[k] else nan, cls=k)
     add("brier", "sum over K, range 0-2 (binary: 2x sklearn)", scores.brier)
     add("nll", f"natural log, p clipped at {cal.NLL_CLIP:.3g}", scores.nll)
 
