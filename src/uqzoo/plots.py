@@ -256,7 +256,8 @@ def _image(values: np.ndarray, coords: np.ndarray, shape: tuple[int, int],
 
 
 # The marks every HSI map shares. The ground truth is a white pixel-edge outline
-# over a black stroke, visible on viridis, magma and the HCS colours alike. A
+# over a black stroke, visible on viridis, magma and the HCS colours alike, and
+# drawn above the error markers so a marked target keeps its outline. A
 # confident miss is a target inside the blue (confidently background) part of
 # the HCS, so it gets a yellow cross; a confident false alarm is background
 # inside the red part, so it gets a cyan disc; both edged in black.
@@ -305,21 +306,21 @@ def _draw_truth(ax: Axes, mask: np.ndarray) -> Any:
     from matplotlib.collections import LineCollection
 
     lines = LineCollection(list(_truth_segments(mask)), colors="white", linewidths=0.9,
-                           gid=_TRUTH_GID, zorder=3, path_effects=_truth_effects())
+                           gid=_TRUTH_GID, zorder=5, path_effects=_truth_effects())
     ax.add_collection(lines, autolim=False)
     return lines
 
 
-def _marker_size(shape: tuple[int, int]) -> float:
-    """Marker area (points²) about a pixel's size on a ~4-inch map, 2-9 points across."""
-    side = float(np.clip(260.0 / max(shape), 2.0, 9.0))
+def _marker_size(shape: tuple[int, int], panel_points: float) -> float:
+    """Marker area (points²): about a pixel across on a panel ``panel_points`` wide, 4-9 points."""
+    side = float(np.clip(0.9 * panel_points / max(shape), 4.0, 9.0))
     return side * side
 
 
 def _draw_errors(ax: Axes, coords: np.ndarray, misses: np.ndarray, false_alarms: np.ndarray,
-                 shape: tuple[int, int], name: str) -> list[Any]:
+                 shape: tuple[int, int], name: str, panel_points: float) -> list[Any]:
     """Scatter the confident errors (column = x, row = y) with counts in their labels."""
-    size = _marker_size(shape)
+    size = _marker_size(shape, panel_points)
     out = []
     for gid, which, style, label in (
             (_MISS_GID, misses, _MISS_STYLE, f"confident miss: {name} called not {name}"),
@@ -496,7 +497,9 @@ def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
         handles.append(_truth_handle(f"ground truth: {name}"))
     if errors:
         misses, false_alarms = confident_errors(report, level=level, class_index=class_index)
-        handles += _draw_errors(axes[2], coords, misses, false_alarms, shape, name)
+        # panel width in points: a third of the figure, less its colour bar
+        panel = 0.25 * 72 * float(fig.get_figwidth())
+        handles += _draw_errors(axes[2], coords, misses, false_alarms, shape, name, panel)
     if handles:
         axes[2].legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02),
                        fontsize=7, frameon=False, ncols=1)
@@ -586,7 +589,7 @@ def comparison_maps(result: Any, data: object = None, *, level: float = 0.8,
                          cmap="viridis", interpolation="nearest")
         _draw_truth(a, is_target)
         misses, false_alarms = confident_errors(rep, level=level, class_index=1)
-        _draw_errors(a, coords, misses, false_alarms, shape, "target")
+        _draw_errors(a, coords, misses, false_alarms, shape, "target", 72 * side)
         titles.append((a, name, rep.detection_roc, rep.pd_at_far, bool(rep.failures),
                        int(misses.sum()), int(false_alarms.sum())))
     for a, (name, det) in zip(grid[len(reports):], detectors.items(), strict=False):
@@ -628,11 +631,12 @@ def comparison_maps(result: Any, data: object = None, *, level: float = 0.8,
                               (_FALSE_ALARM_STYLE, "confident false alarm"))),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    # Colour bars beside the whole grid: attached to some panels only, constrained
+    # layout would shift those panels' column out of line.
     if image is not None:
-        fig.colorbar(image, ax=list(grid[:len(reports)]), shrink=0.6,
-                     label="posterior mean P(target)")
+        fig.colorbar(image, ax=list(grid), shrink=0.7, label="posterior mean P(target)")
     if detector_image is not None:
-        fig.colorbar(detector_image, ax=list(grid[len(reports):panels]), shrink=0.6,
+        fig.colorbar(detector_image, ax=list(grid), shrink=0.7,
                      label="detector score percentile")
     return fig
 
