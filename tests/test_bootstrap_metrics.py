@@ -339,3 +339,41 @@ def test_the_stream_is_philox_at_the_documented_counter():
     for b in range(3):
         raw = np.random.Philox(key=key, counter=b << 192).random_raw(40)[5:33]
         np.testing.assert_array_equal(w.block(5, 33)[b], boot._poisson_from_raw(raw))
+
+
+# -- ECE's sensitivity to binning ---------------------------------------------------------
+
+def test_ece_binning_draws_each_binning_of_each_method():
+    reports = {}
+    for name, seed in (("a", 0), ("b", 1)):
+        draws, y, _ = binary_case(400, seed=seed, S=20)
+        reports[name] = uz.evaluate(draws, y, levels=(0.8,))
+    fig = uz.plots.ece_binning(reports, n_bins=(10, 15, 30))
+    lines = fig.axes[0].get_lines()
+    # two schemes and a floor per method
+    assert len(lines) == 3 * len(reports)
+    by_label = {line.get_label(): line.get_ydata() for line in lines}
+    for name, rep in reports.items():
+        for scheme, label in (("equal_width", "equal width"), ("quantile", "equal mass")):
+            want = [cal.ece(rep.mean, rep.y, b, binning=scheme) for b in (10, 15, 30)]
+            np.testing.assert_array_equal(by_label[f"{name}, {label}"], want)
+        floor = by_label[f"{name}, calibrated floor (equal width)"]
+        assert np.all((floor > 0) & (floor < 1))
+
+
+@pytest.mark.parametrize("kwargs, error, needle", [
+    (dict(binnings=["log"]), uz.InvalidInputError,
+     r"binnings entry must be one of 'equal_width', 'quantile'; got 'log'"),
+    (dict(n_bins=[0, 15]), uz.InvalidInputError, r"n_bins entry must be >= 1, got 0"),
+    (dict(n_bins=15), uz.InvalidTypeError, r"n_bins must be a non-empty sequence"),
+    (dict(reference_draws=0), uz.InvalidInputError, r"reference_draws must be >= 1, got 0"),
+])
+def test_ece_binning_bad_options(kwargs, error, needle):
+    draws, y, _ = binary_case(50, seed=0, S=5)
+    rep = uz.evaluate(draws, y, levels=(0.8,))
+    with pytest.raises(error, match=needle):
+        uz.plots.ece_binning(rep, **kwargs)
+    draws3, y3, _ = multiclass_case(50, seed=0, S=5)
+    rep3 = uz.evaluate(draws3, y3, levels=(0.8,))
+    with pytest.raises(uz.InvalidInputError, match="needs binary reports; report 'method'"):
+        uz.plots.ece_binning(rep3, confidence="positive_class")
