@@ -284,3 +284,74 @@ def test_shift_errorbars_bad_input(data, post):
         uz.plots.shift_errorbars({"a": shifted}, "ece_shift_mean")
     with pytest.raises(InvalidInputError, match=r"metric 'coverage@0.5' is not a headline"):
         uz.plots.shift_errorbars({"a": shifted}, "coverage@0.5")
+
+
+# -- the command line and config files ----------------------------------------------------
+
+TINY_SCENE = ["--dataset", "hsi-sim", "--data-option", "size=24", "--data-option", "n_bands=8"]
+
+
+def test_cli_compare_under_shift_writes_the_shift_table_rankings_and_figures(
+        tmp_path, capsys, fake_fits):
+    from uqzoo.cli import main
+    from uqzoo.compare_config import read_config
+
+    out = tmp_path / "run"
+    assert main(["compare", *TINY_SCENE, "--methods", "laplace,ensemble", "--levels", "0.8",
+                 "--perturb", "illumination:0.8-1.2", "--perturb", "noise:15-30",
+                 "--copies", "2", "--no-progress", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "under illumination:0.8-1.2: mean ± sd over 2 copies" in text
+    assert "p_true recomputed" in text           # noise on hsi-sim: the exact truth
+    shift = pd.read_csv(out / "shift.csv")
+    assert set(shift.perturbation) == {"illumination:0.8-1.2", "noise:15-30"}
+    assert set(shift.method) == {"laplace", "ensemble"}
+    assert {"perturbation", "metric", "method", "clean_rank", "shift_rank"} <= set(
+        pd.read_csv(out / "rankings.csv").columns)
+    for key in ("ece", "accuracy", "coverage@0.8", "detection_auroc"):
+        assert (out / f"shift_{key}.png").is_file()
+    results = pd.read_csv(out / "results.csv", index_col=0)
+    assert "ece_shift_mean[noise:15-30]" in results.columns
+    assert (out / "report.html").is_file()
+    # the resolved config repeats the run under shift
+    config = read_config(out / "config.toml")
+    assert config.perturb == ("illumination:0.8-1.2", "noise:15-30") and config.copies == 2
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--perturb", "illumination:abc"], "must be written FAMILY[:LOW-HIGH]"),
+    (["--perturb", "fog"], "perturbation family must be one of 'illumination'"),
+    (["--perturb", "illumination:-1-2"], "magnitude low of illumination (gain) must lie in"),
+    (["--perturb", "noise", "--copies", "0"], "--copies must be >= 1, got 0"),
+    (["--copies", "3"], "--copies needs --perturb"),
+    (["--perturb", "noise", "--perturb", "noise:20-40"], "more than once"),
+])
+def test_cli_bad_perturb_options_exit_2_with_one_line_before_any_work(argv, needle, capsys,
+                                                                      monkeypatch):
+    from uqzoo.cli import main
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("work started before the options were checked")
+    monkeypatch.setattr(uz.datasets, "load", must_not_run)
+    monkeypatch.setattr(method_registry, "fit", must_not_run)
+    assert main(["compare", *TINY_SCENE, "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("uqzoo: error:")
+    assert needle in err
+
+
+@pytest.mark.parametrize("body, needle", [
+    ('perturb = ["fog"]', "compare.perturb[0]: perturbation family must be one of"),
+    ('perturb = "noise"', "compare.perturb: must be an array of perturbations"),
+    ("copies = 3", "compare.copies: needs perturb"),
+    ('perturb = ["noise"]\ncopies = 0', "compare.copies: must be >= 1"),
+    ('perturb = ["noise", "noise:20-40"]', "lists 'noise:20-40' twice"),
+])
+def test_config_file_perturb_errors_name_the_key(tmp_path, body, needle):
+    from uqzoo.compare_config import read_config
+
+    path = tmp_path / "run.toml"
+    path.write_text(f"[compare]\n{body}\n")
+    with pytest.raises(InvalidInputError if "array" not in needle else InvalidTypeError) as info:
+        read_config(path)
+    assert "run.toml" in str(info.value) and needle in str(info.value)

@@ -26,8 +26,8 @@ import pandas as pd
 from uqzoo._validation import _show, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["RANKING_METRICS", "ShiftPlan", "headline", "plan", "prepare", "rankings", "run",
-           "shift_key", "summary_lines", "table_columns"]
+__all__ = ["RANKING_METRICS", "ShiftPlan", "headline", "headline_keys", "plan", "prepare",
+           "rankings", "run", "shift_key", "summary_lines", "table_columns", "text"]
 
 SHIFT_COLUMNS = ["perturbation", "family", "low", "high", "metric", "variant", "level",
                  "class", "clean", "mean", "sd", "k"]
@@ -273,12 +273,47 @@ def headline(shift_copies: pd.DataFrame, clean: Mapping[str, Any]) -> dict[str, 
     return out
 
 
+def headline_keys(clean: Mapping[str, Any], levels: Sequence[float]) -> list[str]:
+    """The headline metrics shown under shift (summary, CLI, figures), those in ``clean``."""
+    keys = ["accuracy", "ece", "brier", "nll"] + [f"{name}@{level:g}" for level in levels
+                                                  for name in ("coverage", "interval_width")]
+    return [k for k in [*keys, "detection_auroc"] if k in clean]
+
+
+def text(reports: Mapping[str, Any], changes: Sequence[str]) -> str:
+    """Plain-text account of a comparison under shift: per perturbation, one row per
+    method with each headline metric as ``mean ± sd (clean)``, then the ranking changes."""
+    first = next(iter(reports.values()))
+    keys = headline_keys(first.to_dict(), first.levels)
+    lines = []
+    for label in dict.fromkeys(first.shift_copies.perturbation):
+        cells: dict[str, dict[str, str]] = {}
+        truth, n = "", 0
+        for name, report in reports.items():
+            clean = report.to_dict()
+            sub = report.shift_copies[report.shift_copies.perturbation == label]
+            truth = ", ".join(dict.fromkeys(sub.p_true))
+            n = sub["copy"].nunique()
+            row = {}
+            for key in keys:
+                mean, sd, k = _stats(sub.value[sub.key == key].to_numpy())
+                row[key] = f"{mean:.4f} ± {sd:.4f} ({clean[key]:.4f})" if k else "n/a"
+            cells[name] = row
+        lines.append(f"\nunder {label}: mean ± sd over {n} copies (clean value in "
+                     f"brackets); p_true {truth}")
+        with pd.option_context("display.width", 250, "display.max_columns", 50):
+            lines.append(pd.DataFrame(cells).T.to_string())
+    lines.append("")
+    lines += list(changes) or ["No ranking of the methods by a headline metric changes "
+                               "under shift."]
+    return "\n".join(lines)
+
+
 def summary_lines(shift_copies: pd.DataFrame, clean: Mapping[str, Any],
                   levels: Sequence[float]) -> list[str]:
     """Lines of :meth:`EvalReport.summary`: headline metrics, mean ± sd over copies (clean)."""
     lines = []
-    keys = ["accuracy", "ece", "brier", "nll"] + [f"{name}@{level:g}" for level in levels
-                                                  for name in ("coverage", "interval_width")]
+    keys = headline_keys(clean, levels)
     for label in dict.fromkeys(shift_copies.perturbation):
         sub = shift_copies[shift_copies.perturbation == label]
         truth = ", ".join(dict.fromkeys(sub.p_true))

@@ -8,6 +8,7 @@
     uqzoo fit laplace --dataset table.csv --target label --out post.nc
     uqzoo compare --config run.toml --out results/    # the whole run from a file
     uqzoo compare --config results/config.toml --out again/   # repeat it exactly
+    uqzoo compare --dataset hsi-sim --perturb illumination:0.8-1.2 --copies 10 --out DIR
     uqzoo datasets | uqzoo methods
 
 ``--dataset`` is a built-in data set's name, or a file: a hyperspectral cube
@@ -256,6 +257,9 @@ def _cmd_compare(args) -> int:
             print(f"\nWARNING: {name} did not converge: {'; '.join(report.warnings)}")
         elif report.warnings:
             print(f"\nnote on {name}: {'; '.join(report.warnings)}")
+    if result.shift is not None:
+        from uqzoo import _shift
+        print(_shift.text(result.reports, result.ranking_changes))
     if args.out:
         _write_compare_outputs(args, config_text, result, data)
     return 0
@@ -283,6 +287,7 @@ def _compare_config(args):
                           config_file=Path(args.config).name)
         return config, data
     dataset, options = _data_request(args)
+    perturb, copies = _perturbations(args)     # checked before the data are read
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
     configs: dict[str, dict[str, Any]] = {}
@@ -302,8 +307,26 @@ def _compare_config(args):
         num_draws=None if args.num_draws is None else check_draws(args.num_draws,
                                                                     "--num-draws"),
         interval=args.interval, settings="full" if args.full else "quick",
-        source="the command line")
+        perturb=perturb, copies=copies, source="the command line")
     return config, data
+
+
+def _perturbations(args) -> tuple[tuple[str, ...], int]:
+    """--perturb as ``family:low-high`` labels, and --copies; a bad one is a one-line error."""
+    from uqzoo._validation import check_int
+    from uqzoo.compare_config import DEFAULT_COPIES
+    from uqzoo.perturb import Perturbation
+
+    labels = tuple(Perturbation.parse(text).label for text in args.perturb or ())
+    if args.copies is not None and not labels:
+        raise UqzooError("--copies needs --perturb FAMILY[:LO-HI] (the perturbation to make "
+                         "copies of)")
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise UqzooError(f"--perturb names {', '.join(repeated)} more than once")
+    copies = DEFAULT_COPIES if args.copies is None else check_int(args.copies, "--copies",
+                                                                  minimum=1)
+    return labels, copies
 
 
 class _Unset(list):
@@ -342,10 +365,14 @@ def _write_compare_outputs(args, config_text: str, result, data) -> None:
             result.table.to_parquet(staging / "results.parquet")
         for name, post in result.posteriors.items():
             post.save(staging / f"{name}.nc")
+        if result.shift is not None:
+            result.shift.to_csv(staging / "shift.csv", index=False)
+            result.rankings.to_csv(staging / "rankings.csv", index=False)
         _save_plots(result.reports, data, staging, comparison=result)
         write_file_atomically(staging / "config.toml", config_text.encode("utf-8"))
         write_report(result, staging / "report.html", data=data, settings=config_text)
-    written = "results.csv" + (", results.parquet" if parquet else "")
+    written = "results.csv" + (", results.parquet" if parquet else "") \
+        + (", shift.csv, rankings.csv" if result.shift is not None else "")
     print(f"\nwrote {args.out}: report.html, {written}, config.toml (repeat the run with "
           f"--config), one posterior .nc per method, and plots")
     if not parquet:
@@ -378,6 +405,13 @@ def _save_plots(reports, data, out: Path, comparison=None) -> None:
         if name in mapped:
             fig = plots.hsi_maps(report, data, level=level)
             fig.savefig(out / f"maps_{name}.png", dpi=120)
+    if comparison is not None and comparison.shift is not None:
+        from uqzoo import _shift
+        first = next(iter(reports.values()))
+        for key in _shift.headline_keys(first.to_dict(), first.levels):
+            # One figure per metric: clean and mean ± sd under each perturbation.
+            fig = plots.shift_errorbars(reports, key)
+            fig.savefig(out / f"shift_{key}.png", dpi=120)
 
 
 def _cmd_fit(args) -> int:
@@ -487,6 +521,13 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                         "which keep their level for any number of draws")
     p.add_argument("--set", action="append", metavar="METHOD.OPTION=VALUE",
                    help="a method option, e.g. hmc.num_samples=1000 (repeatable)")
+    p.add_argument("--perturb", action="append", metavar="FAMILY[:LO-HI]",
+                   help="also evaluate on perturbed copies of the test set, e.g. "
+                        "illumination:0.8-1.2, noise:20-40 (SNR dB), offset:-0.02-0.02; "
+                        "families: illumination, offset, noise, band_dropout, spectral_shift, "
+                        "gaussian_noise, missing_features (uz.perturb; repeatable)")
+    p.add_argument("--copies", type=int, default=None, metavar="K",
+                   help="perturbed copies per --perturb (default 10)")
     p.add_argument("--config", metavar="FILE.toml",
                    help="the whole run from a config file (see uqzoo.compare_config); "
                         "--out DIR writes the resolved one as DIR/config.toml")

@@ -156,10 +156,14 @@ def report_table(result: Comparison) -> pd.DataFrame:
 def _levels_of(table: pd.DataFrame) -> tuple[float, ...]:
     found = []
     for column in table.columns:
-        for prefix in ("coverage@", "interval_width@", "hcs_proportion@"):
-            if str(column).startswith(prefix):
-                found.append(float(str(column)[len(prefix):]))
+        # Exactly "name@level": not the "<column>_shift_mean" columns of a shifted run.
+        match = _LEVEL_COLUMN.match(str(column))
+        if match:
+            found.append(float(match.group(1)))
     return tuple(sorted(set(found)))
+
+
+_LEVEL_COLUMN = re.compile(r"^(?:coverage|interval_width|hcs_proportion)@([0-9.eE+-]+)$")
 
 
 # -- the verdict ------------------------------------------------------------------------
