@@ -75,6 +75,7 @@ __all__ = [
     "copies",
     "gaussian_noise",
     "illumination",
+    "iter_copies",
     "missing_features",
     "names",
     "noise",
