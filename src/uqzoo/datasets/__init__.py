@@ -1,11 +1,13 @@
 """Datasets: the :class:`ClassificationData` container, loaders and simulators.
 
 ``load(name, **options)`` gives a named data set (``names()`` lists them);
-``from_arrays``, ``from_csv`` and ``from_hsi`` wrap users' own data.
+``from_arrays``, ``from_csv`` and ``from_hsi`` wrap users' own data;
+``resample_prior`` redraws a test set at another class prior.
 """
 
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._registry import load, names, options
+from uqzoo.datasets.resample import resample_prior
 from uqzoo.datasets.user import from_arrays, from_csv, from_hsi
 
 __all__ = [
@@ -16,4 +18,5 @@ __all__ = [
            "load",
            "names",
            "options",
+           "resample_prior",
 ]
