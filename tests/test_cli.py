@@ -224,7 +224,7 @@ def test_an_interrupted_or_failed_compare_leaves_nothing_half_written(tmp_path, 
     out = tmp_path / "results"
     monkeypatch.setattr(compare_module, "compare", lambda *a, **k: _fake_comparison())
 
-    def plots_then_fail(reports, data, folder):
+    def plots_then_fail(reports, data, folder, **kwargs):
         (folder / "coverage.png").write_bytes(b"half a picture")
         raise failure(28, "No space left on device") if failure is OSError else failure()
 
@@ -246,7 +246,8 @@ def test_compare_replaces_a_full_folder_only_with_overwrite(tmp_path, capsys, mo
     (out / "hmc.nc").write_text("a method this run does not compare")
     monkeypatch.setattr(compare_module, "compare", lambda *a, **k: _fake_comparison())
     monkeypatch.setattr(cli, "_save_plots",
-                        lambda reports, data, folder: (folder / "coverage.png").write_bytes(b"png"))
+                        lambda reports, data, folder, **kwargs:
+                        (folder / "coverage.png").write_bytes(b"png"))
     argv = ["compare", "--methods", "ensemble", "--no-progress", "--out", str(out), *SMALL_DATA]
     assert main(argv) == 2
     _one_line_error(capsys, "not empty", "--overwrite")

@@ -194,7 +194,10 @@ def test_verdict_sentences_match_a_constructed_table():
          "flags": ["", "", "", "one_class", "", ""],
          "coverage@0.8": [0.79, 0.70, 0.83, 0.80, 0.776, np.nan],
          "coverage@0.95": [0.95, 0.90, 0.9636, 0.95, 0.94, np.nan],
-         "ece": [0.020, 0.050, 0.030, 0.001, 0.010, np.nan]},
+         "ece": [0.020, 0.050, 0.030, 0.001, 0.010, np.nan],
+         # columns that share the level but are not coverage, and a shifted run's summary
+         "interval_width@0.8": [0.1] * 6, "hcs_proportion@0.8": [0.5] * 6,
+         "coverage@0.8_shift_mean": [0.1] * 6},
         index=pd.Index(["hmc", "swag", "laplace", "bootstrap", "mfvi", "ace"], name="method"))
     v = uz.report.verdict(table, n_points=1000)
     assert v.failed == {"bootstrap": "one_class"}

@@ -73,7 +73,9 @@ COVERAGE_Z = 1.959963984540054
 # report of seven methods with maps stays near 1-2 MB.
 _DPI = 96
 
-_LEVEL_COLUMN = re.compile(r"^coverage@(.+)$")
+# Exactly "name@level": not the "<column>_shift_mean" columns of a shifted run.
+_COVERAGE_COLUMN = re.compile(r"^coverage@([0-9.eE+-]+)$")
+_LEVEL_COLUMN = re.compile(r"^(?:coverage|interval_width|hcs_proportion)@([0-9.eE+-]+)$")
 
 
 # -- the wide table ---------------------------------------------------------------------
@@ -156,14 +158,11 @@ def report_table(result: Comparison) -> pd.DataFrame:
 def _levels_of(table: pd.DataFrame) -> tuple[float, ...]:
     found = []
     for column in table.columns:
-        # Exactly "name@level": not the "<column>_shift_mean" columns of a shifted run.
         match = _LEVEL_COLUMN.match(str(column))
         if match:
             found.append(float(match.group(1)))
     return tuple(sorted(set(found)))
 
-
-_LEVEL_COLUMN = re.compile(r"^(?:coverage|interval_width|hcs_proportion)@([0-9.eE+-]+)$")
 
 
 # -- the verdict ------------------------------------------------------------------------
@@ -301,7 +300,7 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None, *,
 
     level_columns = {}
     for column in table.columns:
-        match = _LEVEL_COLUMN.match(str(column))
+        match = _COVERAGE_COLUMN.match(str(column))
         if match:
             level_columns[float(match.group(1))] = column
     levels = sorted(level_columns)
@@ -605,7 +604,7 @@ def _table_html(table: pd.DataFrame, judged: Verdict) -> str:
         cells = []
         for column, _, _, _ in columns:
             css = ""
-            match = _LEVEL_COLUMN.match(column)
+            match = _COVERAGE_COLUMN.match(column)
             if match and _finite(row[column]):
                 level = float(match.group(1))
                 css = ("under" if level in judged.under_cover.get(name, ())
