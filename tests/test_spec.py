@@ -163,5 +163,5 @@ def test_the_fan_in_prior_scales_weights_by_their_fan_in_and_iid_does_not():
     assert set(iid.prior_sds().values()) == {2.0}
     with pytest.raises(InvalidInputError, match="'fan_in', 'iid'"):
         MLPSpec(16, 3, prior="gaussian")
-    with pytest.raises(InvalidInputError, match="layers.9.weight"):
+    with pytest.raises(InvalidInputError, match=r"layers\.9\.weight"):
         spec.prior_sd("layers.9.weight")

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "detectors": "uqzoo.detectors",
     "methods": "uqzoo.methods",
     "metrics": "uqzoo.metrics",
+    "perturb": "uqzoo.perturb",
     "plots": "uqzoo.plots",
     "report": "uqzoo.report",
     "study": "uqzoo.study",
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "proba_draws": "uqzoo.predictive",
     "summarize": "uqzoo.predictive",
     "MLPSpec": "uqzoo.spec",
+    "prior_shift": "uqzoo.prior_shift",
     "calibration_split": "uqzoo.recalibrate",
     "recalibrate": "uqzoo.recalibrate",
     "UQClassifier": "uqzoo.sklearn",
@@ -77,7 +79,8 @@ def __dir__() -> list[str]:
 # uqzoo.evaluate import ...``) makes the import system bind the *module* to the
 # package attribute, which would then hide the function; the package keeps the
 # function instead.
-_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate", "recalibrate"})
+_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate", "prior_shift",
+                                                "recalibrate"})
 
 
 class _Package(types.ModuleType):
@@ -91,7 +94,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from uqzoo import datasets, detectors, methods, metrics, plots, report, study
+    from uqzoo import datasets, detectors, methods, metrics, perturb, plots, report, study
     from uqzoo.compare import Comparison, compare
     from uqzoo.datasets import ClassificationData
     from uqzoo.errors import (
@@ -106,6 +109,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.methods import fit
     from uqzoo.posterior import Posterior
     from uqzoo.predictive import LogitTransform, PredictiveSummary, proba_draws, summarize
+    from uqzoo.prior_shift import prior_shift
     from uqzoo.recalibrate import calibration_split, recalibrate
     from uqzoo.report import write_report
     from uqzoo.sklearn import UQClassifier

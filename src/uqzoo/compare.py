@@ -15,15 +15,17 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from uqzoo import _shift
 from uqzoo import methods as method_registry
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
-from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
-from uqzoo.methods._config import check_draws
+from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, SlowFitWarning
+from uqzoo.methods._config import check_class_weight, check_draws
 from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
 from uqzoo.metrics.intervals import SUMMARY_INTERVALS
+from uqzoo.prior_shift import _as_prior, prior_shift
 from uqzoo.spec import MLPSpec
 
 __all__ = ["DEFAULT_NUM_DRAWS", "QUICK_CONFIGS", "Comparison", "DetectorResult", "compare"]
@@ -187,6 +189,25 @@ def _detector_rows(data: Any, fars: tuple[float, ...]
     return rows, results
 
 
+def _say_long_fits(options_of: Mapping[str, Mapping[str, Any]], spec: MLPSpec,
+                   data: Any) -> None:
+    """Warn (SlowFitWarning) before any fit starts about each fit expected to take long.
+
+    A method module may offer ``time_estimate(spec, data, config)`` (HMC does:
+    a few timed gradient evaluations × the iterations × leapfrog steps); one
+    whose estimate is ``long`` is named, with the estimate and what shortens
+    it, before the first fit of the comparison runs.
+    """
+    for name, options in options_of.items():
+        estimate_time = getattr(method_registry.get(name), "time_estimate", None)
+        if estimate_time is None:
+            continue
+        estimate = estimate_time(spec, data, method_registry.make_config(name, **options))
+        if estimate is not None and estimate.long:
+            warnings.warn(f"{estimate.message()} (compare configs={{{name!r}: {{...}}}})",
+                          SlowFitWarning, stacklevel=3)
+
+
 def format_table(table: pd.DataFrame) -> str:
     """The comparison table as aligned text, for terminals and logs."""
     with pd.option_context("display.width", 200, "display.max_columns", 50,
@@ -200,7 +221,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             progress_bar: bool = True, detectors: bool | None = None,
             far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
             interval: str = "equal_tailed", perturbations: object = None,
-            copies: int = 10) -> Comparison:
+            copies: int = 10, class_weight: object = None,
+            target_prior: object = None) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -250,6 +272,17 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         shared by all methods, so rankings are compared on the same data.
     copies : int
         Perturbed copies per perturbation (K >= 1).
+    class_weight : None, "balanced", sequence or dict, optional
+        A reweighted likelihood for every method (its ``class_weight``
+        option; a method's own in ``configs`` wins): ``"balanced"`` keeps
+        rare targets from being ignored, at the price of probabilities that
+        refer to a balanced class prior -- see ``target_prior``.
+    target_prior : None, "train", sequence or dict, optional
+        Move every posterior's probabilities to this class prior before
+        evaluation (:func:`uqzoo.prior_shift`): ``"train"`` is the training
+        labels' frequencies (the scene's prior, when the split keeps it), a
+        sequence or dict gives it. None (default) evaluates the
+        probabilities as fit.
 
     Returns
     -------
@@ -313,9 +346,22 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     shifted = _shift.prepare(perturbations, copies, seed, data)
 
     rows, reports, posteriors = [], {}, {}
+    options_of = {name: {**_draw_options(name, num_draws, configs.get(name, {})),
+                         **({} if class_weight is None else {"class_weight": class_weight}),
+                         **configs.get(name, {})} for name in names}
+    if isinstance(target_prior, str):
+        if target_prior != "train":
+            raise InvalidInputError(f"target_prior must be None, 'train', a sequence or a dict "
+                                    f"of class probabilities, got {target_prior!r}")
+        counts = np.bincount(data.y_train, minlength=data.n_classes)
+        target_prior = (counts / counts.sum()).tolist()
+    if target_prior is not None:            # checked now, not after the first fit
+        _as_prior(target_prior, "target_prior", data.classes, data.n_classes)
+    if class_weight is not None and not isinstance(class_weight, dict):
+        check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
+    _say_long_fits(options_of, spec, data)
     for name in names:
-        options = {**_draw_options(name, num_draws, configs.get(name, {})),
-                   **configs.get(name, {})}
+        options = options_of[name]
         start = time.perf_counter()
         with warnings.catch_warnings():
             # A non-converged fit is reported in the table, not raised.
@@ -323,6 +369,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             post = method_registry.fit(name, spec, data, seed=seed,
                                        progress_bar=progress_bar, **options)
         fit_seconds = time.perf_counter() - start
+        if target_prior is not None:
+            post = prior_shift(post, target_prior)
         report = evaluate(post, data, levels=levels, delta=delta, far=fars, interval=interval,
                           perturbations=shifted)
         posteriors[name], reports[name] = post, report

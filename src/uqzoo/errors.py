@@ -15,6 +15,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "OutputPathError",
+    "SlowFitWarning",
     "UqzooError",
 ]
 
@@ -55,6 +56,10 @@ class OutputPathError(UqzooError, OSError):
 
 class ConvergenceWarning(UserWarning):
     """A fit finished but its diagnostics say it did not converge."""
+
+
+class SlowFitWarning(UserWarning):
+    """A fit is expected to take long; said before it starts, with what to change."""
 
 
 class DataWarning(UserWarning):

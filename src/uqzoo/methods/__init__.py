@@ -182,6 +182,9 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
             f"{data.n_classes} classes"
         )
     seed = check_seed(seed)
+    if isinstance(config.get("class_weight"), dict):
+        config["class_weight"] = _class_weights_in_order(config["class_weight"], data.classes,
+                                                         data.n_classes)
     cfg = make_config(method, **config)
     start = time.perf_counter()
     posterior = module.fit(spec, data, cfg, seed=seed, progress_bar=bool(progress_bar))
@@ -189,6 +192,26 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
     # Methods see classes 0..K-1 only; the original labels they stand for are
     # attached here, once for all methods, and are saved with the posterior.
     # The wall time is measured here too, so that it is one key for every
-    # method; a method records only its phases, as "seconds_<phase>".
+    # method; a method records only its phases, as "seconds_<phase>". So is
+    # the class prior the probabilities refer to, which uz.prior_shift reads.
+    from uqzoo.methods._config import effective_class_prior
+
+    class_prior = effective_class_prior(getattr(cfg, "class_weight", None), data.y_train,
+                                        data.n_classes)
     return dataclasses.replace(posterior, classes=data.classes,
-                               diagnostics={**posterior.diagnostics, "seconds": seconds})
+                               diagnostics={**posterior.diagnostics, "seconds": seconds,
+                                            "class_prior": class_prior})
+
+
+def _class_weights_in_order(weights: dict, classes: Any, n_classes: int) -> list:
+    """A dict label -> weight as the list of weights in the data's class order."""
+    labels = list(range(n_classes)) if classes is None else list(classes)
+    unknown = [k for k in weights if k not in labels]
+    if unknown:
+        raise InvalidInputError(f"class_weight names class(es) {unknown!r} the data do not have; "
+                                f"the classes are {labels!r}")
+    missing = [k for k in labels if k not in weights]
+    if missing:
+        raise InvalidInputError(f"class_weight must give every class a weight; missing "
+                                f"{missing!r}")
+    return [weights[k] for k in labels]

@@ -19,9 +19,10 @@ from uqzoo.errors import InvalidInputError
 
 __all__ = [
     "MAX_DRAWS", "MAX_DRAW_BYTES", "MAX_ITERATIONS", "MAX_MATRIX_ELEMENTS", "MAX_MEMBERS",
-    "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_choice", "check_draw_memory",
-    "check_draws", "check_float", "check_int", "check_iterations", "check_members",
-    "check_trace", "check_training_sizes", "config_dict", "set_field",
+    "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_choice", "check_class_weight",
+    "check_draw_memory", "check_draws", "check_float", "check_int", "check_iterations",
+    "check_members", "check_trace", "check_training_sizes", "class_weights", "config_dict",
+    "effective_class_prior", "row_weights", "set_field",
 ]
 
 # Networks trained (or chains run) side by side: num_members, num_chains,
@@ -142,3 +143,82 @@ def check_draw_memory(spec: Any, count: int, name: str) -> None:
             f"{name} = {count:,} parameter vectors of {spec.n_params:,} float32 values need "
             f"{nbytes / 2**30:.1f} GiB, more than the {MAX_DRAW_BYTES // 2**30} GiB a posterior "
             f"may hold; lower {name} or use a smaller network")
+
+
+# -- class weights: a reweighted likelihood, the same option in every method -------------
+
+CLASS_WEIGHT_DOC = """class_weight : None, "balanced" or sequence of float
+        Reweight each training row's log-likelihood by its class's weight c_k:
+        the fit targets p(θ) · Π_i p(y_i | x_i, θ)^c_{y_i} instead of the
+        posterior. ``None`` (default) is the posterior itself. ``"balanced"``
+        sets c_k = N / (K · n_k) (scikit-learn's rule; the weights sum to N),
+        so that every class carries the same total evidence -- the posterior
+        one would get from a training set with equal classes, the same points
+        per class repeated. Its probabilities then estimate P(y | x) under
+        class prior π_k ∝ c_k n_k (uniform for "balanced"), not under the
+        training prior: :func:`uqzoo.prior_shift` maps them back to the
+        scene's prior. A sequence gives c_k per class, in the order of
+        ``data.classes`` (``uz.fit`` also takes a dict label → weight)."""
+
+
+def check_class_weight(value: object, name: str = "class_weight"
+                       ) -> str | tuple[float, ...] | None:
+    """None, "balanced" or a tuple of positive finite floats (one per class)."""
+    if value is None or value == "balanced":
+        return value
+    if isinstance(value, str):
+        raise InvalidInputError(f"{name} must be None, 'balanced' or one positive weight per "
+                                f"class, got {value!r}")
+    if isinstance(value, dict) or not hasattr(value, "__iter__"):
+        raise InvalidInputError(
+            f"{name} must be None, 'balanced' or a sequence of one positive weight per class "
+            f"(uz.fit also takes a dict label -> weight), got {type(value).__name__}")
+    weights = tuple(check_float(v, f"{name} entry", low=0.0, low_open=True) for v in value)
+    if len(weights) < 2:
+        raise InvalidInputError(f"{name} needs one weight per class (at least 2), got "
+                                f"{len(weights)}")
+    return weights
+
+
+def class_weights(class_weight: str | tuple[float, ...] | None, y: Any,
+                  n_classes: int) -> Any:
+    """c_k per class (float64, shape (K,)) for labels ``y`` in 0..K-1, or None for none."""
+    import numpy as np
+
+    if class_weight is None:
+        return None
+    if class_weight == "balanced":
+        counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes)
+        if np.any(counts == 0):
+            missing = np.flatnonzero(counts == 0).tolist()
+            raise InvalidInputError(f"class_weight='balanced' needs every class in the training "
+                                    f"labels; class indices {missing} have none")
+        return len(y) / (n_classes * counts.astype(np.float64))
+    if len(class_weight) != n_classes:
+        raise InvalidInputError(f"class_weight has {len(class_weight)} weights; the data have "
+                                f"{n_classes} classes")
+    return np.asarray(class_weight, dtype=np.float64)
+
+
+def row_weights(class_weight: str | tuple[float, ...] | None, y: Any, n_classes: int) -> Any:
+    """The likelihood weight c_{y_i} of each training row (float32, (N,)), or None."""
+    import numpy as np
+
+    per_class = class_weights(class_weight, y, n_classes)
+    if per_class is None:
+        return None
+    return per_class[np.asarray(y, dtype=np.int64)].astype(np.float32)
+
+
+def effective_class_prior(class_weight: str | tuple[float, ...] | None, y: Any,
+                          n_classes: int) -> Any:
+    """The class prior a fit's probabilities refer to: π_k ∝ c_k n_k (float64, (K,)).
+
+    Without class weights, the training labels' frequencies.
+    """
+    import numpy as np
+
+    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes).astype(np.float64)
+    per_class = class_weights(class_weight, y, n_classes)
+    mass = counts if per_class is None else counts * per_class
+    return mass / mass.sum()

@@ -75,6 +75,7 @@ import optax
 
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
+from uqzoo.methods._config import check_class_weight, row_weights
 from uqzoo.nets import jax as nets_jax
 from uqzoo.spec import MLPSpec
 
@@ -123,6 +124,18 @@ class OptimizerConfig:
     batch_size : int or None
         Rows per minibatch (a fresh permutation each epoch, the last partial
         batch dropped); ``None`` trains full batch.
+    class_weight : None, "balanced" or sequence of float
+        Reweight each training row's log-likelihood by its class's weight c_k:
+        the fit targets p(θ) · Π_i p(y_i | x_i, θ)^c_{y_i} instead of the
+        posterior. ``None`` (default) is the posterior itself. ``"balanced"``
+        sets c_k = N / (K · n_k) (scikit-learn's rule; the weights sum to N),
+        so that every class carries the same total evidence -- the posterior
+        one would get from a training set with equal classes, the same points
+        per class repeated. Its probabilities then estimate P(y | x) under
+        class prior π_k ∝ c_k n_k (uniform for "balanced"), not under the
+        training prior: :func:`uqzoo.prior_shift` maps them back to the
+        scene's prior. A sequence gives c_k per class, in the order of
+        ``data.classes`` (``uz.fit`` also takes a dict label → weight).
     """
 
     optimizer: str = "adam"
@@ -130,6 +143,7 @@ class OptimizerConfig:
     momentum: float = 0.9
     num_epochs: int = 5000
     batch_size: int | None = None
+    class_weight: str | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -141,6 +155,7 @@ class OptimizerConfig:
         set_(self, "num_epochs", check_int(self.num_epochs, "num_epochs", minimum=1))
         if self.batch_size is not None:
             set_(self, "batch_size", check_int(self.batch_size, "batch_size", minimum=1))
+        set_(self, "class_weight", check_class_weight(self.class_weight))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -752,7 +767,12 @@ def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_
     counts = None
     if resample is not None:
         counts = resample(y_tr, num_members, np.random.default_rng(ss_resample))
-    result = train(spec, X_tr, y_tr, init, config, keys=keys, weights=counts,
+    weights = counts
+    per_row = row_weights(config.class_weight, y_tr, spec.n_classes)
+    if per_row is not None:          # a reweighted likelihood: c_{y_i} on every row's term
+        weights = per_row[None] * (1.0 if counts is None else counts)
+        weights = np.broadcast_to(weights, (num_members, len(y_tr)))
+    result = train(spec, X_tr, y_tr, init, config, keys=keys, weights=weights,
                    X_val=X[val_idx] if len(val_idx) else None,
                    y_val=y[val_idx] if len(val_idx) else None, dropout=dropout,
                    learning_rates=learning_rates, hook=hook, progress_bar=progress_bar,

@@ -49,7 +49,7 @@ import torch
 
 from uqzoo._validation import as_float_matrix, check_choice
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.methods import _trainer
+from uqzoo.methods import _config, _trainer
 from uqzoo.methods._config import (
     MAX_MATRIX_ELEMENTS,
     check_draw_memory,
@@ -229,8 +229,10 @@ class _Curvature(NamedTuple):
 
 def _curvature(spec: MLPSpec, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray,
                subset_index: np.ndarray, hessian: str,
-               log_likelihood_terms: LogLikelihoodTerms) -> _Curvature:
-    """GGN Σ_n J_nᵀ Λ_n J_n (full or diagonal) over the subset, and log p(D | θ*), in float64."""
+               log_likelihood_terms: LogLikelihoodTerms,
+               row_weights: np.ndarray | None = None) -> _Curvature:
+    """GGN Σ_n w_n J_nᵀ Λ_n J_n (full or diagonal) over the subset, and Σ_n w_n log p(y_n |
+    θ*), in float64; w_n = 1 without row weights."""
     params = _tensors(spec, flat_map)
     last_layer_only = subset_index.size < flat_map.size
     n_sub = subset_index.size
@@ -241,8 +243,13 @@ def _curvature(spec: MLPSpec, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray
         xc = torch.as_tensor(np.array(X[start:start + chunk]), dtype=torch.float64)
         yc = _targets(y[start:start + chunk])
         z, J = logits_and_jacobian(spec, params, xc, last_layer_only)
-        log_lik += float(log_likelihood_terms(z, yc).sum())
-        weighted = logit_hessians(log_likelihood_terms, z, yc) @ J      # Λ_n J_n, (n, O, P_sub)
+        terms = log_likelihood_terms(z, yc)
+        lam = logit_hessians(log_likelihood_terms, z, yc)
+        if row_weights is not None:
+            wc = torch.as_tensor(row_weights[start:start + chunk], dtype=torch.float64)
+            terms, lam = wc * terms, wc[:, None, None] * lam
+        log_lik += float(terms.sum())
+        weighted = lam @ J                                              # Λ_n J_n, (n, O, P_sub)
         if hessian == "full":
             # One (P_sub, n·O) × (n·O, P_sub) product per chunk.
             ggn += J.reshape(-1, n_sub).T @ weighted.reshape(-1, n_sub)
@@ -367,7 +374,8 @@ class LaplaceResult(NamedTuple):
 
 def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, *,
                subset: str = "all", hessian: str = "full", prior_tuning: str = "scalar",
-               log_likelihood_terms: LogLikelihoodTerms | None = None) -> LaplaceResult:
+               log_likelihood_terms: LogLikelihoodTerms | None = None,
+               row_weights: np.ndarray | None = None) -> LaplaceResult:
     """The Laplace Gaussian around given parameters θ*, in float64.
 
     Parameters
@@ -386,6 +394,9 @@ def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: n
         :func:`uqzoo.nets.torch.log_likelihood_terms`; tests pass a Gaussian
         one for the exact linear-Gaussian case. Its curvature in the logits
         must be positive semi-definite for the GGN to be.
+    row_weights : array of shape (N,), optional
+        Each row's likelihood weight (class weights): the likelihood, its
+        GGN and the evidence are of Π_n p(y_n | x_n, θ)^w_n.
 
     Returns
     -------
@@ -398,7 +409,7 @@ def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: n
     if log_likelihood_terms is None:
         def log_likelihood_terms(logits, labels):
             return tnet.log_likelihood_terms(spec, logits, labels)
-    curvature = _curvature(spec, flat, X, y, index, hessian, log_likelihood_terms)
+    curvature = _curvature(spec, flat, X, y, index, hessian, log_likelihood_terms, row_weights)
     base = spec.flatten({key: np.full(shape, spec.prior_sd(key) ** -2.0)
                          for key, shape in spec.param_shapes().items()})[index]
     evidence = _Evidence(curvature, flat[index], groups, base, hessian)
@@ -484,7 +495,9 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     curvature_start = time.perf_counter()
     gaussian = laplace_at(spec, map_params, data.X_train[rows], data.y_train[rows],
                           subset=config.subset, hessian=config.hessian,
-                          prior_tuning=config.prior_tuning)
+                          prior_tuning=config.prior_tuning,
+                          row_weights=_config.row_weights(
+                              config.class_weight, data.y_train[rows], spec.n_classes))
     center = spec.flatten({k: v.astype(np.float64) for k, v in map_params.items()})
     samples = _sample(gaussian, center, config.num_samples, np.random.default_rng(ss_draws))
     draws = spec.unflatten(samples.astype(np.float32))

@@ -45,6 +45,7 @@ from uqzoo.errors import ConvergenceWarning, InvalidInputError
 from uqzoo.methods import _diagnostics
 from uqzoo.methods._config import (
     check_choice,
+    check_class_weight,
     check_draw_memory,
     check_draws,
     check_float,
@@ -52,6 +53,7 @@ from uqzoo.methods._config import (
     check_iterations,
     check_members,
     config_dict,
+    row_weights,
 )
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
@@ -102,6 +104,18 @@ class Config:
         Relative decrease of the windowed loss still counted as converged.
         Default 1e-3.
     backend : {"numpyro", "pyro"}
+    class_weight : None, "balanced" or sequence of float
+        Reweight each training row's log-likelihood by its class's weight c_k:
+        the fit targets p(θ) · Π_i p(y_i | x_i, θ)^c_{y_i} instead of the
+        posterior. ``None`` (default) is the posterior itself. ``"balanced"``
+        sets c_k = N / (K · n_k) (scikit-learn's rule; the weights sum to N),
+        so that every class carries the same total evidence -- the posterior
+        one would get from a training set with equal classes, the same points
+        per class repeated. Its probabilities then estimate P(y | x) under
+        class prior π_k ∝ c_k n_k (uniform for "balanced"), not under the
+        training prior: :func:`uqzoo.prior_shift` maps them back to the
+        scene's prior. A sequence gives c_k per class, in the order of
+        ``data.classes`` (``uz.fit`` also takes a dict label → weight).
     """
 
     num_steps: int = 10000
@@ -116,6 +130,7 @@ class Config:
     convergence_window: int | None = None
     convergence_rtol: float = 1e-3
     backend: str = "numpyro"
+    class_weight: str | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
@@ -138,6 +153,7 @@ class Config:
         set_("convergence_rtol", check_float(self.convergence_rtol, "convergence_rtol",
                                              low=0.0))
         set_("backend", check_choice(self.backend, "backend", BACKENDS))
+        set_("class_weight", check_class_weight(self.class_weight))
 
     @property
     def window(self) -> int:
@@ -176,7 +192,8 @@ def kl_weight_at(cfg: Config, step):
 # -- NumPyro ------------------------------------------------------------------------------
 
 def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
-    """The Bayesian network as a NumPyro model ``model(X, y, kl_weight)``.
+    """The Bayesian network as a NumPyro model ``model(X, y, w, kl_weight)``
+    (w: each row's likelihood weight).
 
     Every weight and bias gets the spec's prior N(0, ``spec.prior_sd(key)``²) as a
     sample site (what the guide approximates); the likelihood is the shared
@@ -191,7 +208,8 @@ def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
     def log_likelihood_terms(params, X, y):
         return jnet.log_likelihood_terms(spec, jnet.forward_logits(spec, params, X), y)
 
-    def model(X, y, kl_weight):
+    def model(X, y, w, kl_weight):
+        # w: each row's likelihood weight (its class weight; ones for the posterior)
         params = {}
         with numpyro.handlers.scale(scale=kl_weight):
             for key, shape in spec.param_shapes().items():
@@ -199,13 +217,14 @@ def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
                     key, dist.Normal(0.0, spec.prior_sd(key)).expand(shape).to_event(len(shape)))
         n = X.shape[0]
         if batch_size is None or batch_size >= n:
-            numpyro.factor("log_likelihood", log_likelihood_terms(params, X, y).sum())
+            numpyro.factor("log_likelihood", (w * log_likelihood_terms(params, X, y)).sum())
         else:
             # The plate scales the minibatch log-likelihood by N / batch_size.
             with numpyro.plate("data", n, subsample_size=batch_size):
                 Xb = numpyro.subsample(X, event_dim=1)
                 yb = numpyro.subsample(y, event_dim=0)
-                numpyro.factor("log_likelihood", log_likelihood_terms(params, Xb, yb))
+                wb = numpyro.subsample(w, event_dim=0)
+                numpyro.factor("log_likelihood", wb * log_likelihood_terms(params, Xb, yb))
 
     return model
 
@@ -321,7 +340,7 @@ def optimize_numpyro(model_factory: Callable, model_key: tuple, shapes: dict[str
 # -- Pyro ----------------------------------------------------------------------------------
 
 def _pyro_mlp_model(spec: MLPSpec, batch_size: int | None):
-    """The same model as :func:`_numpyro_mlp_model` in Pyro: ``model(X, y, kl_weight)``.
+    """The same model as :func:`_numpyro_mlp_model` in Pyro: ``model(X, y, w, kl_weight)``.
 
     The prior is the spec's, N(0, ``spec.prior_sd(key)``²) per parameter (the
     sites the guide approximates); the likelihood is the shared one,
@@ -338,23 +357,25 @@ def _pyro_mlp_model(spec: MLPSpec, batch_size: int | None):
     def log_likelihood_terms(params, X, y):
         return tnet.log_likelihood_terms(spec, tnet.forward_logits(spec, params, X), y)
 
-    def model(X, y, kl_weight):
+    def model(X, y, w, kl_weight):
+        # w: each row's likelihood weight (its class weight; ones for the posterior)
         with pyro.poutine.scale(scale=kl_weight):
             params = {k: pyro.sample(k, pdist.Normal(0.0, spec.prior_sd(k)).expand(s)
                                      .to_event(len(s))) for k, s in shapes.items()}
         n = X.shape[0]
         if batch_size is None or batch_size >= n:
-            pyro.factor("log_likelihood", log_likelihood_terms(params, X, y).sum())
+            pyro.factor("log_likelihood", (w * log_likelihood_terms(params, X, y)).sum())
         else:
             # The plate scales the minibatch log-likelihood by N / batch_size.
             with pyro.plate("data", n, subsample_size=batch_size) as idx:
-                pyro.factor("log_likelihood", log_likelihood_terms(params, X[idx], y[idx]))
+                pyro.factor("log_likelihood",
+                            w[idx] * log_likelihood_terms(params, X[idx], y[idx]))
 
     return model
 
 
-def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_loc: dict,
-                   cfg: Config, seed: int, progress_bar: bool):
+def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, w: np.ndarray,
+                   init_loc: dict, cfg: Config, seed: int, progress_bar: bool):
     try:
         import pyro
         import pyro.distributions as pdist
@@ -367,13 +388,14 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_loc: dict,
     # Copies: the dataset's arrays are read-only, which torch.as_tensor warns about.
     Xt = torch.tensor(np.array(X, dtype=np.float32))
     yt = torch.tensor(np.array(y, dtype=np.int64))
+    wt = torch.tensor(np.array(w, dtype=np.float32))
     rho0 = math.log(math.expm1(cfg.init_scale))
     locs = {k: torch.tensor(init_loc[k], dtype=torch.float32, requires_grad=True) for k in shapes}
     rhos = {k: torch.full(s, rho0, dtype=torch.float32, requires_grad=True)
             for k, s in shapes.items()}
     model = _pyro_mlp_model(spec, cfg.batch_size)
 
-    def guide(X, y, kl_weight):
+    def guide(X, y, w, kl_weight):
         with pyro.poutine.scale(scale=kl_weight):
             for k, s in shapes.items():
                 pyro.sample(k, pdist.Normal(locs[k], torch.nn.functional.softplus(rhos[k]))
@@ -394,7 +416,7 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_loc: dict,
         try:
             for step in range(cfg.num_steps):
                 optimizer.zero_grad()
-                loss = elbo.differentiable_loss(model, guide, Xt, yt,
+                loss = elbo.differentiable_loss(model, guide, Xt, yt, wt,
                                                 float(kl_weight_at(cfg, step)))
                 loss.backward()
                 optimizer.step()
@@ -452,6 +474,8 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     t0 = time.perf_counter()
     X = np.asarray(data.X_train, dtype=np.float32)
     y = np.asarray(data.y_train)
+    weights = row_weights(config.class_weight, y, spec.n_classes)
+    w = np.ones(y.shape, np.float32) if weights is None else weights
     if config.batch_size is not None and config.batch_size > X.shape[0]:
         raise InvalidInputError(
             f"batch_size must be at most the {X.shape[0]} training rows, got {config.batch_size}")
@@ -460,9 +484,10 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     if config.backend == "numpyro":
         loc, scale, losses = optimize_numpyro(
             _numpyro_mlp_model, (spec, config.batch_size), shapes, init_loc,
-            (X, y.astype(np.int32)), config, seed, progress_bar)
+            (X, y.astype(np.int32), w), config, seed, progress_bar)
     else:
-        loc, scale, losses = _optimize_pyro(spec, X, y, init_loc, config, seed, progress_bar)
+        loc, scale, losses = _optimize_pyro(spec, X, y, w, init_loc, config, seed,
+                                            progress_bar)
     t_fit = time.perf_counter() - t0
 
     rng = np.random.default_rng([seed, 0xD8A5])
