@@ -222,7 +222,7 @@ def _spec(args, data):
         raise UqzooError(
             f"--hidden must be comma-separated widths like 10,10, got {args.hidden!r}") from None
     return MLPSpec(data.n_features, data.n_classes, hidden=hidden, activation=args.activation,
-                   prior_scale=args.prior_scale)
+                   prior_scale=args.prior_scale, prior=args.prior)
 
 
 def _cmd_compare(args) -> int:
@@ -297,6 +297,17 @@ def _compare_config(args):
             raise UqzooError(f"--set must look like method.option=value for a compared "
                              f"method ({', '.join(names or ['any method'])}), got {key!r}")
         configs.setdefault(method, {})[option] = value
+    if args.class_weight is not None:
+        if args.class_weight != "balanced":
+            raise UqzooError(f"--class-weight must be 'balanced' (per-class weights: --set "
+                             f"METHOD.class_weight=[...]), got {args.class_weight!r}")
+        from uqzoo import methods as registry
+        for name in names or registry.names():          # a method's own --set wins
+            configs.setdefault(name, {}).setdefault("class_weight", "balanced")
+    target_prior = None
+    if args.target_prior is not None:
+        target_prior = "train" if args.target_prior == "train" else _parse_levels_like(
+            args.target_prior, "--target-prior")
     spec = _spec(args, data).to_dict()
     dataset, options = config_data(dataset, options)
     config = CompareConfig(
@@ -307,8 +318,18 @@ def _compare_config(args):
         num_draws=None if args.num_draws is None else check_draws(args.num_draws,
                                                                     "--num-draws"),
         interval=args.interval, settings="full" if args.full else "quick",
-        perturb=perturb, copies=copies, source="the command line")
+        perturb=perturb, copies=copies, target_prior=target_prior,
+        source="the command line")
     return config, data
+
+
+def _parse_levels_like(text: str, flag: str) -> tuple[float, ...]:
+    """Comma-separated numbers (e.g. class probabilities); a bad one is a one-line error."""
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UqzooError(f"{flag} must be 'train' or comma-separated class probabilities like "
+                         f"0.99,0.01, got {text!r}") from None
 
 
 def _perturbations(args) -> tuple[tuple[str, ...], int]:
@@ -499,7 +520,10 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
 def _add_net_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", default="10,10", help="hidden widths, e.g. 10,10 ('' = none)")
     p.add_argument("--activation", default="tanh", help="tanh, relu or sigmoid")
-    p.add_argument("--prior-scale", type=float, default=1.0, help="prior sd of every weight")
+    p.add_argument("--prior-scale", type=float, default=1.0,
+                   help="prior scale s (weights N(0, s²/fan_in), biases N(0, s²))")
+    p.add_argument("--prior", default="fan_in",
+                   help="fan_in (default) or iid (every weight and bias N(0, s²))")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
@@ -515,6 +539,14 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-draws", type=int, default=None, metavar="S",
                    help="common draw budget of the methods that draw freely "
                         "(default: uqzoo.compare.DEFAULT_NUM_DRAWS, 1000)")
+    p.add_argument("--class-weight", default=None, metavar="balanced",
+                   help="reweight the likelihood of every method so that each class carries "
+                        "equal evidence (rare targets); probabilities then refer to a "
+                        "balanced prior: see --target-prior")
+    p.add_argument("--target-prior", default=None, metavar="train|P0,P1,...",
+                   help="move every method's probabilities to this class prior before "
+                        "evaluation (uz.prior_shift): 'train' (the training labels' "
+                        "frequencies) or class probabilities")
     p.add_argument("--interval", choices=("equal_tailed", "order_statistic"),
                    default="equal_tailed",
                    help="percentile intervals (default) or order-statistic intervals, "

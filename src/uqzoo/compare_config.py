@@ -13,6 +13,7 @@ with their options, and the settings of the evaluation::
     settings = "quick"                  # "quick" (uqzoo.compare.QUICK_CONFIGS) or "full"
     perturb = ["illumination:0.8-1.2"]  # also evaluate under shift (uz.perturb); optional
     copies = 10                         # perturbed copies per perturbation
+    target_prior = "train"              # move probabilities to the training prior; optional
 
     [data]
     dataset = "sim-teacher"             # a name (uz.datasets.names()) or a file
@@ -96,7 +97,7 @@ INTERVALS = ("equal_tailed", "order_statistic")
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
-                 "perturb", "copies")
+                 "perturb", "copies", "target_prior")
 # Perturbed copies per perturbation when a config names perturbations.
 DEFAULT_COPIES = 10
 # Spec fields the data decide.
@@ -202,6 +203,9 @@ class CompareConfig:
         labels (:class:`uqzoo.perturb.Perturbation`); empty: none.
     copies : int
         Perturbed copies per perturbation.
+    target_prior : "train", tuple of float or None
+        The class prior every posterior's probabilities are moved to before
+        evaluation (:func:`uqzoo.prior_shift`); None: as fit.
     source : str
         Where the config came from (a file, or the command line); not compared.
     """
@@ -219,6 +223,7 @@ class CompareConfig:
     settings: str = "quick"
     perturb: tuple[str, ...] = ()
     copies: int = DEFAULT_COPIES
+    target_prior: str | tuple[float, ...] | None = None
     source: str = dataclasses.field(default="", compare=False)
 
     # -- what a run needs ------------------------------------------------------------
@@ -275,7 +280,7 @@ class CompareConfig:
                        progress_bar=progress_bar,
                        num_draws=DEFAULT_NUM_DRAWS if self.num_draws is None else self.num_draws,
                        interval=self.interval, perturbations=list(self.perturb) or None,
-                       copies=self.copies)
+                       copies=self.copies, target_prior=self.target_prior)
 
     # -- resolving and writing ------------------------------------------------------
 
@@ -318,6 +323,9 @@ class CompareConfig:
         head.update(interval=self.interval, settings=self.settings)
         if self.perturb:
             head.update(perturb=list(self.perturb), copies=self.copies)
+        if self.target_prior is not None:
+            head["target_prior"] = (self.target_prior if isinstance(self.target_prior, str)
+                                    else list(self.target_prior))
         defaults = data_options(self.dataset)
         data = {"dataset": self.dataset}
         for key, value in self.data.items():
@@ -510,7 +518,22 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
                                         f"{', '.join(allowed)}, got {value!r}")
             out[key] = value
     out.update(_read_perturb(head, path))
+    if "target_prior" in head:
+        out["target_prior"] = _read_target_prior(head["target_prior"], path)
     return out
+
+
+def _read_target_prior(value: object, path: Path) -> str | tuple[float, ...]:
+    """``target_prior``: "train" or an array of class probabilities (checked against the
+    data's classes when the comparison starts, before any fit)."""
+    where = _where(path, "compare.target_prior")
+    if value == "train":
+        return "train"
+    if not isinstance(value, list) or not value:
+        raise InvalidTypeError(f"{where}: must be \"train\" or an array of class "
+                               f"probabilities, got {_type_name(value)} {_show(value)}")
+    return tuple(_check_number(v, path, f"compare.target_prior[{i}]")
+                 for i, v in enumerate(value))
 
 
 def _read_perturb(head: Mapping[str, Any], path: Path) -> dict[str, Any]:

@@ -238,3 +238,22 @@ def test_compare_rejects_a_bad_prior_or_weight_before_any_fit(monkeypatch):
         uz.compare(data, ["laplace"], target_prior=[0.5, 0.6])
     with pytest.raises(uz.InvalidInputError, match="class_weight"):
         uz.compare(data, ["laplace"], class_weight="weighted")
+
+
+def test_cli_class_weight_and_target_prior_reach_every_method_and_the_config_file(tmp_path,
+                                                                                   capsys):
+    from uqzoo.cli import main
+    from uqzoo.compare_config import read_config
+
+    out = tmp_path / "run"
+    args = ["compare", "--methods", "laplace,ensemble", "--set", "laplace.num_epochs=50",
+            "--set", "ensemble.num_epochs=50", "--set", "ensemble.num_members=2",
+            "--data-option", "n_train=100", "--data-option", "n_test=30", "--class-weight",
+            "balanced", "--target-prior", "train", "--no-progress", "--out", str(out)]
+    assert main(args) == 0
+    config = read_config(out / "config.toml")
+    assert config.target_prior == "train"
+    assert {name: options["class_weight"] for name, options in config.configs.items()} == {
+        "laplace": "balanced", "ensemble": "balanced"}
+    assert main(["compare", "--class-weight", "inverse"]) == 2
+    assert "--class-weight must be 'balanced'" in capsys.readouterr().err
