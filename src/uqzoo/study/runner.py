@@ -540,7 +540,10 @@ def run(study: str | os.PathLike | Study, *, store: str | os.PathLike,
 
     with Store(store) as st:
         st.plan(study, tasks)
-        todo = st.todo(tasks, retry_failed=retry_failed)
+        # Replicate by replicate: a study stopped part-way then has every setting
+        # and method at the same depth, so its partial table is balanced.
+        # (Results do not depend on the order: each task's seed is its id's.)
+        todo = sorted(st.todo(tasks, retry_failed=retry_failed), key=lambda t: t.replicate)
         statuses = dict(st.con.execute("SELECT task_id, status FROM tasks"))
         todo_ids = {t.id for t in todo}
         done_before = sum(statuses.get(t.id) == "done" for t in tasks)
