@@ -147,20 +147,6 @@ def check_draw_memory(spec: Any, count: int, name: str) -> None:
 
 # -- class weights: a reweighted likelihood, the same option in every method -------------
 
-CLASS_WEIGHT_DOC = """class_weight : None, "balanced" or sequence of float
-        Reweight each training row's log-likelihood by its class's weight c_k:
-        the fit targets p(θ) · Π_i p(y_i | x_i, θ)^c_{y_i} instead of the
-        posterior. ``None`` (default) is the posterior itself. ``"balanced"``
-        sets c_k = N / (K · n_k) (scikit-learn's rule; the weights sum to N),
-        so that every class carries the same total evidence -- the posterior
-        one would get from a training set with equal classes, the same points
-        per class repeated. Its probabilities then estimate P(y | x) under
-        class prior π_k ∝ c_k n_k (uniform for "balanced"), not under the
-        training prior: :func:`uqzoo.prior_shift` maps them back to the
-        scene's prior. A sequence gives c_k per class, in the order of
-        ``data.classes`` (``uz.fit`` also takes a dict label → weight)."""
-
-
 def check_class_weight(value: object, name: str = "class_weight"
                        ) -> str | tuple[float, ...] | None:
     """None, "balanced" or a tuple of positive finite floats (one per class)."""

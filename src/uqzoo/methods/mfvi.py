@@ -105,17 +105,9 @@ class Config:
         Default 1e-3.
     backend : {"numpyro", "pyro"}
     class_weight : None, "balanced" or sequence of float
-        Reweight each training row's log-likelihood by its class's weight c_k:
-        the fit targets p(θ) · Π_i p(y_i | x_i, θ)^c_{y_i} instead of the
-        posterior. ``None`` (default) is the posterior itself. ``"balanced"``
-        sets c_k = N / (K · n_k) (scikit-learn's rule; the weights sum to N),
-        so that every class carries the same total evidence -- the posterior
-        one would get from a training set with equal classes, the same points
-        per class repeated. Its probabilities then estimate P(y | x) under
-        class prior π_k ∝ c_k n_k (uniform for "balanced"), not under the
-        training prior: :func:`uqzoo.prior_shift` maps them back to the
-        scene's prior. A sequence gives c_k per class, in the order of
-        ``data.classes`` (``uz.fit`` also takes a dict label → weight).
+        Reweight each training row's log-likelihood by its class's weight
+        (``"balanced"``: c_k = N / (K · n_k)), the same option and meaning as
+        in every method: see :class:`uqzoo.methods._trainer.OptimizerConfig`.
     """
 
     num_steps: int = 10000
