@@ -167,6 +167,10 @@ def run_arm(arm, data, spec, seed, num_warmup, num_samples, pyro_warmup, pyro_sa
               "seq4": dict(chain_method="sequential"),
               "vec4": dict(chain_method="vectorized"),
               "pyro": dict(backend="pyro", jit_compile=True, num_chains=1)}[arm]
+    # The plain arm's start and coordinates (NumPyro's U(-2, 2), no input
+    # rotation), so that the arms compare the drivers on the same sampler;
+    # bench_hmc_scene.py measures uqzoo's MAP warm start and rotation.
+    config = {"init": "uniform", "rotate_inputs": False, **config}
     if arm == "pyro":
         settings = dict(num_warmup=pyro_warmup, num_samples=pyro_samples)
     # --num-samples is per chain, as in NumPyro; uqzoo's num_samples is the total.

@@ -179,13 +179,16 @@ def test_driver_runs_the_chain_numpyro_mcmc_runs_from_the_same_state(logistic):
     from numpyro.infer import MCMC, NUTS
 
     data, spec, _ = logistic
-    cfg = hmc.Config(num_warmup=120, num_samples=80, num_chains=1)
+    # NumPyro's own start and coordinates: no MAP warm start, no input rotation.
+    cfg = hmc.Config(num_warmup=120, num_samples=80, num_chains=1, init="uniform",
+                     rotate_inputs=False)
     with warnings.catch_warnings():
         # One short chain: its R-hat is not the point here.
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
         post = uz.fit("hmc", spec, data, seed=7, progress_bar=False,
                       num_warmup=cfg.num_warmup, num_samples=cfg.num_samples,
-                      num_chains=cfg.num_chains)
+                      num_chains=cfg.num_chains, init=cfg.init,
+                      rotate_inputs=cfg.rotate_inputs)
     ((z0, key_data),) = hmc._chain_starts(spec, cfg, seed=7)
     program = hmc._numpyro_program(spec, cfg.hierarchical, cfg.num_warmup, cfg.target_accept,
                                    cfg.max_tree_depth, cfg.dense_mass, cfg.float64, False)

@@ -19,11 +19,29 @@ NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
   process-wide setting a library must not make on its user's behalf -- so by
   default "parallel" chains run one after another. Each chain runs the same
   compiled program either way;
-- sampling runs in short compiled segments, so a progress bar costs nothing.
-  The kernel is NumPyro's own, adaptation included: from the same starting
-  state and key the chain equals ``numpyro.infer.MCMC``'s (tested), and the
-  defaults (target 0.8, tree depth 10, diagonal mass, U(-2, 2) start) are
-  NumPyro's.
+- sampling runs in compiled segments of about two seconds (one iteration
+  first), so a progress bar costs nothing and its estimate is known early;
+  its remaining time counts sampling only (not the warm start or the
+  compilation) at the rate of the last minute, beside the leapfrog steps per
+  iteration and the time per step. The kernel is NumPyro's own, adaptation
+  included: from the same starting state and key the chain equals
+  ``numpyro.infer.MCMC``'s (tested), and the sampler's defaults (target 0.8,
+  tree depth 10, diagonal mass) are NumPyro's.
+
+Where a fit's time goes is (leapfrog steps) × (seconds per step): one step
+is one gradient of the log posterior over all training rows, and NUTS takes
+up to 2**max_tree_depth − 1 of them per iteration. On hyperspectral scenes
+(hundreds of correlated bands) the first factor is what the spec's fan-in
+prior keeps small (a unit's prior pre-activation no longer saturates tanh);
+``init="map"`` starts each chain at its own MAP fit rather than at a random
+point, and ``rotate_inputs=True`` samples the first layer in the principal
+axes of the inputs (exact; see :class:`Config` for both).
+
+:func:`time_estimate` times a few gradients on the data before a fit and
+says what the run should cost; :func:`uqzoo.compare` warns
+(``SlowFitWarning``) before its first fit when that is long. Measured on a
+189-band, 5,000-pixel scene with a 2×10 network: benchmarks/README.md
+(``bench_hmc_scene.py``).
 
 ``backend="pyro"`` runs the same model with Pyro's NUTS (chains one after
 another; ``jit_compile`` traces the potential with the PyTorch JIT). Pyro draws
@@ -81,16 +99,29 @@ from uqzoo.methods._config import (
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
-__all__ = ["BACKENDS", "CHAIN_METHODS", "INITS", "Config", "fit"]
+__all__ = ["BACKENDS", "CHAIN_METHODS", "INITS", "LONG_FIT_SECONDS", "TYPICAL_LEAPFROG_STEPS",
+           "Config", "TimeEstimate", "fit", "time_estimate"]
 
 BACKENDS = ("numpyro", "pyro")
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")
-INITS = ("uniform", "prior", "torch")
+INITS = ("map", "uniform", "prior", "torch")
 
-# Iterations per compiled call: long enough that Python's per-call overhead
-# (~0.1 ms) vanishes against even a tiny network's NUTS step, short enough
-# that the progress bar moves. One size for every call, so one compilation.
+# Iterations per compiled call, at most: the buffers of a segment hold this
+# many records. The number run in one call is a traced argument, so every
+# segment length up to it shares one compilation; the driver picks lengths
+# that last about _SEGMENT_SECONDS (starting with one iteration), so the
+# progress bar moves and its estimate is known early even when one iteration
+# takes seconds, while Python's per-call overhead (~0.1 ms) stays negligible.
 _SEGMENT = 50
+_SEGMENT_SECONDS = 2.0
+# Leapfrog steps per iteration that a time estimate assumes: tree depth 7.
+# Measured on a 189-band, 5,000-pixel scene with a 2x10 network and the
+# default warm start (benchmarks/bench_hmc_scene.py): depth 6-7 in warm-up
+# and sampling. Smaller problems need fewer; the worst case (every tree at
+# max_tree_depth) is always reported beside it.
+TYPICAL_LEAPFROG_STEPS = 2**7 - 1
+# compare() says so before starting when a fit is expected to take longer.
+LONG_FIT_SECONDS = 120.0
 # NumPyro's default init_to_uniform radius, on the unconstrained scale.
 _UNIFORM_RADIUS = 2.0
 
@@ -126,10 +157,37 @@ class Config:
         Cap on NUTS doublings (at most 2**depth - 1 leapfrog steps). Default 10.
     dense_mass : bool
         Adapt a dense mass matrix instead of a diagonal one. Default False.
-    init : {"uniform", "prior", "torch"}
-        Chain initialisation: ``"uniform"`` U(-2, 2) on the unconstrained
-        scale (NumPyro's default), ``"prior"`` a draw from the prior,
-        ``"torch"`` torch ``nn.Linear``'s default init (small weights).
+    init : {"map", "uniform", "prior", "torch"}
+        Chain initialisation. ``"map"`` (default): each chain starts at its
+        own MAP fit -- ``map_epochs`` full-batch Adam steps of uqzoo's MAP
+        trainer (the same likelihood and prior) from torch's default
+        initialisation with the chain's own seed, all chains trained together
+        -- so warm-up adapts the step size and mass matrix in the bulk of
+        the posterior instead of crossing from a random point, where tanh
+        units saturate and trees run to ``max_tree_depth``. The chains start
+        from different MAPs, so R-hat still compares independent starts.
+        ``"uniform"``: U(-2, 2) on the unconstrained scale (NumPyro's
+        default); ``"prior"``: a draw from the prior; ``"torch"``: torch
+        ``nn.Linear``'s default init (small weights).
+    map_epochs : int
+        Adam steps (learning rate 0.01) of each chain's MAP fit with
+        ``init="map"``. Default 1000: a start, not an optimum; warm-up does
+        the rest.
+    rotate_inputs : bool
+        Sample the first layer's weights in the principal axes of the
+        training inputs. Default False: on the 189-band benchmark scene
+        (fan-in prior, MAP start) it changed neither the adapted step size
+        nor the tree depth (benchmarks/README.md). With V the eigenvectors of XᵀX,
+        the first layer computes ``W x = (W V)(Vᵀ x)``; NUTS samples
+        W̃ = W V against the inputs X V, and the draws are rotated back
+        (W = W̃ Vᵀ). This is exact -- the first layer's weights have one
+        prior sd (``spec.prior_sd``), so their prior is invariant under
+        rotation, and |det V| = 1 -- and it matters for spectra: hundreds of
+        strongly correlated bands make the posterior of W correlated across
+        inputs, which a diagonal mass matrix cannot follow, whereas W̃'s
+        posterior would be close to axis-aligned if the likelihood's
+        curvature followed XᵀX (its precision is about σ⁻² I + Vᵀ XᵀDX V,
+        with per-row weights D).
     hierarchical : bool
         Per-layer scales τ_i ~ HalfNormal(prior_scale) (non-centred).
         Their draws are in ``sample_stats["layer_scale"]``.
@@ -165,7 +223,9 @@ class Config:
     target_accept: float = 0.8
     max_tree_depth: int = 10
     dense_mass: bool = False
-    init: str = "uniform"
+    init: str = "map"
+    map_epochs: int = 1000
+    rotate_inputs: bool = False
     hierarchical: bool = False
     float64: bool = False
     backend: str = "numpyro"
@@ -190,6 +250,8 @@ class Config:
                                          minimum=1, maximum=20))
         set_("dense_mass", check_bool(self.dense_mass, "dense_mass"))
         set_("init", check_choice(self.init, "init", INITS))
+        set_("map_epochs", check_iterations(self.map_epochs, "map_epochs"))
+        set_("rotate_inputs", check_bool(self.rotate_inputs, "rotate_inputs"))
         set_("hierarchical", check_bool(self.hierarchical, "hierarchical"))
         set_("float64", check_bool(self.float64, "float64"))
         set_("backend", check_choice(self.backend, "backend", BACKENDS))
@@ -297,6 +359,7 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
 class _Program(NamedTuple):
     init: Any        # (z0, key, X, y) -> HMCState
     segment: Any     # (state, n, X, y, *, thinning) -> (state, buffers)
+    gradient: Any    # (z, X, y) -> (potential energy, its gradient): one leapfrog's work
 
 
 @functools.lru_cache(maxsize=16)
@@ -329,6 +392,9 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
         _, potential_fn_gen, _, _ = initialize_model(jax.random.key(0), model,
                                                      dynamic_args=True, model_args=dummy)
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_fn_gen, algo="NUTS")
+
+    def gradient(z, X, y):
+        return jax.value_and_grad(potential_fn_gen(X, y))(z)
 
     def init(z0, key, X, y):
         return init_kernel(z0, num_warmup, dense_mass=dense_mass,
@@ -368,47 +434,184 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
         def segment(state, n, X, y, thinning):
             return jax.vmap(functools.partial(segment_one, thinning=thinning),
                             in_axes=(0, None, None, None))(state, n, X, y)
-    return _Program(jax.jit(init), jax.jit(segment, static_argnames=("thinning",)))
+    return _Program(jax.jit(init), jax.jit(segment, static_argnames=("thinning",)),
+                    jax.jit(gradient))
 
 
 class _Progress:
-    """A thread-safe tqdm counter of NUTS iterations (or a no-op)."""
+    """A thread-safe progress bar of NUTS iterations (all chains), or a no-op.
 
-    def __init__(self, total: int, enabled: bool, desc: str):
+    Its time estimate is its own, not tqdm's: tqdm divides by the rate since
+    the bar started, which here would count the MAP warm start and the
+    compilation (seconds to a minute) as sampling, and early deep warm-up
+    trees forever. This one divides the iterations left by the rate of the
+    last ``_RATE_WINDOW`` seconds of sampling work of all running chains
+    together (parallel chains add up, sequential ones do not), and shows
+    what sets the rate: leapfrog steps (gradient evaluations) per iteration
+    and milliseconds per leapfrog step, over the same window.
+    """
+
+    _RATE_WINDOW = 60.0
+
+    def __init__(self, total: int, enabled: bool, desc: str, clock=time.perf_counter):
         self._bar = None
         self._lock = threading.Lock()
+        self._clock = clock
+        self._total = total
+        self._done = 0
+        # (time, iterations done, leapfrog steps done, chain-seconds of segments)
+        self._history: list[tuple[float, int, int, float]] = []
+        self._leapfrog = 0
+        self._busy = 0.0
         if enabled:
             from tqdm.auto import tqdm
-            self._bar = tqdm(total=total, desc=desc, unit="it")
+            self._bar = tqdm(total=total, desc=desc, unit="it",
+                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                                        "[{elapsed}{postfix}]")
 
-    def __call__(self, n: int) -> None:
+    def phase(self, text: str) -> None:
+        """Show what runs before sampling starts (MAP fit, compilation)."""
         if self._bar is not None:
             with self._lock:
+                self._bar.set_postfix_str(text, refresh=True)
+
+    def start(self) -> None:
+        """A chain is compiled and starts sampling: the rate's clock starts here."""
+        with self._lock:
+            if not self._history:
+                self._history.append((self._clock(), 0, 0, 0.0))
+
+    def __call__(self, n: int, leapfrog: int = 0, seconds: float = 0.0) -> None:
+        """n more iterations, with their leapfrog steps and their chain's compute seconds."""
+        with self._lock:
+            now = self._clock()
+            self._done += n
+            self._leapfrog += leapfrog
+            self._busy += seconds
+            if not self._history:
+                self._history.append((now, 0, 0, 0.0))
+            self._history.append((now, self._done, self._leapfrog, self._busy))
+            while len(self._history) > 2 and now - self._history[1][0] > self._RATE_WINDOW:
+                self._history.pop(0)
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._estimate(now), refresh=False)
                 self._bar.update(n)
+
+    def _estimate(self, now: float) -> str:
+        t0, done0, leap0, busy0 = self._history[0]
+        iters, elapsed = self._done - done0, now - t0
+        if iters <= 0 or elapsed <= 0:
+            return ""
+        left = (self._total - self._done) * elapsed / iters
+        steps = (self._leapfrog - leap0) / iters
+        per_step = (self._busy - busy0) / max(1, self._leapfrog - leap0)
+        return (f"<{_format_seconds(left)} left, {steps:.0f} leapfrog/it, "
+                f"{1e3 * per_step:.2f} ms/leapfrog")
+
+    def estimate(self) -> str:
+        """The remaining time and the recent rate, as the bar shows them."""
+        with self._lock:
+            return self._estimate(self._history[-1][0]) if self._history else ""
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
 
 
-def _chunks(total: int) -> list[int]:
-    return [min(_SEGMENT, total - start) for start in range(0, total, _SEGMENT)]
+def _format_seconds(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
-def _chain_starts(spec: MLPSpec, cfg: Config, seed: int
+def _segments(total: int, seconds_per_iteration: list[float]):
+    """Segment lengths summing to ``total``: one iteration first, then about
+    ``_SEGMENT_SECONDS`` each at the rate measured so far (at most _SEGMENT).
+
+    ``seconds_per_iteration`` is shared with the caller, who appends each
+    segment's measured time per iteration.
+    """
+    done = 0
+    while done < total:
+        if seconds_per_iteration:
+            n = int(_SEGMENT_SECONDS / max(seconds_per_iteration[-1], 1e-9))
+        else:
+            n = 1
+        n = max(1, min(n, _SEGMENT, total - done))
+        yield n
+        done += n
+
+
+def _chain_starts(spec: MLPSpec, cfg: Config, seed: int, X: np.ndarray | None = None,
+                  y: np.ndarray | None = None
                   ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
     """Each chain's starting point (unconstrained) and NUTS key data (uint32 (2,)).
 
     Each chain's key and starting point derive from its own child seed, so a
-    chain's draws do not depend on how many chains run or how.
+    chain's draws do not depend on how many chains run or how. ``init="map"``
+    needs the (possibly rotated) training data ``X``, ``y``.
     """
     float_dtype = np.float64 if cfg.float64 else np.float32
-    starts = []
-    for child in np.random.SeedSequence(seed).spawn(cfg.num_chains):
-        key_data = np.random.default_rng(child).integers(0, 2**32, size=2, dtype=np.uint32)
-        z0 = _initial_values(spec, cfg, np.random.default_rng(child.spawn(1)[0]), float_dtype)
-        starts.append((z0, key_data))
-    return starts
+    children = np.random.SeedSequence(seed).spawn(cfg.num_chains)
+    keys = [np.random.default_rng(child).integers(0, 2**32, size=2, dtype=np.uint32)
+            for child in children]
+    rngs = [np.random.default_rng(child.spawn(1)[0]) for child in children]
+    if cfg.init == "map":
+        if X is None or y is None:
+            raise InvalidInputError("init='map' needs the training data")
+        starts = _map_starts(spec, cfg, [int(rng.integers(2**31)) for rng in rngs], X, y)
+        z0s = [_to_sites(spec, cfg.hierarchical, params, float_dtype) for params in starts]
+    else:
+        z0s = [_initial_values(spec, cfg, rng, float_dtype) for rng in rngs]
+    return list(zip(z0s, keys, strict=True))
+
+
+def _map_starts(spec: MLPSpec, cfg: Config, seeds: list[int], X: np.ndarray,
+                y: np.ndarray) -> list[dict[str, np.ndarray]]:
+    """One MAP fit per seed, trained together by uqzoo's trainer (full batch, Adam)."""
+    from uqzoo.methods import _trainer
+
+    init = {k: np.stack([spec.init_params(s)[k] for s in seeds]) for k in spec.param_shapes()}
+    result = _trainer.train(spec, X, y, init, _trainer.OptimizerConfig(num_epochs=cfg.map_epochs),
+                            keys=_trainer.member_keys(seeds))
+    return [{k: v[c] for k, v in result.params.items()} for c in range(len(seeds))]
+
+
+def _to_sites(spec: MLPSpec, hierarchical: bool, params: dict[str, np.ndarray],
+              dtype) -> dict[str, np.ndarray]:
+    """Network parameters to the model's unconstrained sites (τ_i = prior_scale if hierarchical)."""
+    if not hierarchical:
+        return {k: np.asarray(v, dtype=dtype) for k, v in params.items()}
+    out: dict[str, np.ndarray] = {}
+    for key in spec.param_shapes():
+        if key.endswith(".weight"):
+            out[f"layer_scale.{key.split('.')[1]}"] = np.asarray(math.log(spec.prior_scale),
+                                                                 dtype=dtype)
+        # w = τ · (prior_sd / prior_scale) · z with τ = prior_scale: z = w / prior_sd
+        out[key + "_std"] = (np.asarray(params[key], np.float64)
+                             / spec.prior_sd(key)).astype(dtype)
+    return out
+
+
+def _input_rotation(X: np.ndarray) -> np.ndarray:
+    """V (D, D), orthogonal: the principal axes of the training inputs, largest first.
+
+    Eigenvectors of XᵀX in float64, each signed so that its largest entry is
+    positive (a deterministic choice; any sign is exact).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    _, V = np.linalg.eigh(X.T @ X)
+    V = V[:, ::-1]
+    largest = np.argmax(np.abs(V), axis=0)
+    signs = np.where(V[largest, np.arange(V.shape[1])] < 0, -1.0, 1.0)
+    return np.ascontiguousarray(V * signs)
+
+
+def _first_layer_site(hierarchical: bool) -> str:
+    return "layers.0.weight" + ("_std" if hierarchical else "")
 
 
 def _cpu_devices() -> list:
@@ -427,9 +630,14 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
     vectorized = cfg.chain_method == "vectorized"
     program = _numpyro_program(spec, cfg.hierarchical, cfg.num_warmup, cfg.target_accept,
                                cfg.max_tree_depth, cfg.dense_mass, cfg.float64, vectorized)
-    inits, keys = zip(*_chain_starts(spec, cfg, seed), strict=True)
     X = X.astype(float_dtype)
     y = y.astype(np.int32)
+    t_start = time.perf_counter()
+    if cfg.init == "map":
+        progress.phase("MAP warm start")
+    inits, keys = zip(*_chain_starts(spec, cfg, seed, X, y), strict=True)
+    seconds_map = time.perf_counter() - t_start if cfg.init == "map" else 0.0
+    progress.phase("compiling")
 
     def run(z0, key_data, device=None):
         """Run chains (one, or a vmapped batch) through warm-up and sampling.
@@ -455,23 +663,40 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
                 z0, key, Xd, yd = jax.device_put((z0, key, X, y), device)
             t0 = time.perf_counter()
             state = program.init(z0, key, Xd, yd)
-            for n in _chunks(cfg.num_warmup):
+            # Compile the segment programs now, running zero iterations, so
+            # that the progress estimate and the phase timings count sampling.
+            for thin in sorted({1, cfg.thinning}):
+                jax.block_until_ready(program.segment(state, 0, Xd, yd, thinning=thin))
+            t1 = time.perf_counter()
+            progress.start()
+            per_iteration: list[float] = []
+            for n in _segments(cfg.num_warmup, per_iteration):
+                s0 = time.perf_counter()
                 state, buf = program.segment(state, n, Xd, yd, thinning=1)
                 warm = collect(buf, n)
+                seconds = time.perf_counter() - s0
+                per_iteration.append(seconds / n)
+                steps = warm["leapfrog"].sum(axis=-1, dtype=np.int64)
                 counts["divergent_warmup"] += warm["diverging"].sum(axis=-1, dtype=np.int64)
-                counts["leapfrog_steps_warmup"] += warm["leapfrog"].sum(axis=-1, dtype=np.int64)
-                progress(n * per_chain)
-            t1 = time.perf_counter()
+                counts["leapfrog_steps_warmup"] += steps
+                progress(n * per_chain, int(np.sum(steps)), seconds * per_chain)
+            t2 = time.perf_counter()
             pieces = []
-            for n in _chunks(cfg.draws_per_chain):
+            # seconds per kept draw (thinning iterations each)
+            per_draw = [per_iteration[-1] * cfg.thinning] if per_iteration else []
+            for n in _segments(cfg.draws_per_chain, per_draw):
+                s0 = time.perf_counter()
                 state, buf = program.segment(state, n, Xd, yd, thinning=cfg.thinning)
                 pieces.append(collect(buf, n))
-                progress(n * cfg.thinning * per_chain)
-            t2 = time.perf_counter()
+                seconds = time.perf_counter() - s0
+                per_draw.append(seconds / n)
+                progress(n * cfg.thinning * per_chain, int(np.sum(pieces[-1]["leapfrog"])),
+                         seconds * per_chain)
+            t3 = time.perf_counter()
         axis = 1 if vectorized else 0
         out = jax.tree.map(lambda *p: np.concatenate(p, axis=axis), *pieces)
         counts["leapfrog_steps_sampling"] = out.pop("leapfrog").sum(axis=-1, dtype=np.int64)
-        return out, counts, (t1 - t0, t2 - t1)
+        return out, counts, (t2 - t1, t3 - t2, t1 - t0)
 
     if vectorized:
         z0 = {k: np.stack([z[k] for z in inits]) for k in inits[0]}
@@ -507,6 +732,13 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
                              int(sum(int(r[1][k]) for r in results)) for k in results[0][1]}
     extra["seconds_warmup"] = float(max(r[2][0] for r in results))
     extra["seconds_sampling"] = float(max(r[2][1] for r in results))
+    extra["seconds_compile"] = float(max(r[2][2] for r in results))
+    extra["seconds_map"] = float(seconds_map)
+    # Wall seconds per leapfrog step of one chain: the gradient evaluation plus
+    # NUTS's own work per step (tree bookkeeping, the kinetic energy).
+    chain_seconds = sum(r[2][0] + r[2][1] for r in results)
+    chain_steps = extra["leapfrog_steps_warmup"] + extra["leapfrog_steps_sampling"]
+    extra["seconds_per_leapfrog"] = float(chain_seconds / max(1, chain_steps))
     return z, stats, extra
 
 
@@ -559,9 +791,9 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
     iterations = cfg.draws_per_chain * cfg.thinning
     z_chains, stat_chains = [], []
     t_start = time.perf_counter()
-    for child in chain_seeds:
-        rng = np.random.default_rng(child.spawn(1)[0])
-        start = _initial_values(spec, cfg, rng, float_dtype)
+    # The same starting points as the NumPyro backend's (MAP fits included).
+    starts = [z0 for z0, _ in _chain_starts(spec, cfg, seed, X, y)]
+    for child, start in zip(chain_seeds, starts, strict=True):
         z0 = {k: torch.as_tensor(v) for k, v in start.items()}
         step_sizes = np.zeros(iterations)
         seen = {"divergences": 0}
@@ -596,6 +828,125 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
     z = {k: np.stack([c[k] for c in z_chains]) for k in z_chains[0]}
     stats = {k: np.stack([c[k] for c in stat_chains]) for k in stat_chains[0]}
     return z, stats, {"seconds_chains": elapsed}  # pyro times warm-up and sampling together
+
+
+# -- what a fit will cost, before it starts ------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TimeEstimate:
+    """What a NUTS fit should cost on this machine, estimated before it starts.
+
+    A fit's time is (leapfrog steps) × (seconds per step). The second factor
+    is measured here, on the data; the first depends on the posterior's
+    geometry and is only known while sampling (the progress bar shows it),
+    so it is given as an assumed typical value and the worst case.
+
+    Attributes
+    ----------
+    seconds_per_gradient : float
+        Median wall time of one evaluation of the compiled potential energy
+        and its gradient on the training data -- one leapfrog step's main
+        work -- timed now, on this machine, under its current load.
+    iterations_per_chain : int
+        Warm-up plus kept draws × thinning.
+    rounds : int
+        Chains that run one after another: ⌈chains / chains at a time⌉
+        (``"vectorized"`` counts every chain: an upper estimate).
+    typical_steps : int
+        Leapfrog steps per iteration assumed for ``seconds``:
+        ``TYPICAL_LEAPFROG_STEPS`` (tree depth 7), capped by ``max_tree_depth``.
+    max_steps : int
+        2**max_tree_depth − 1: every tree at the cap.
+    seconds, seconds_max : float
+        Expected sampling time at ``typical_steps`` and at ``max_steps``
+        (the MAP warm start and compilation, seconds each, not included).
+    max_tree_depth : int
+    """
+
+    seconds_per_gradient: float
+    iterations_per_chain: int
+    rounds: int
+    typical_steps: int
+    max_steps: int
+    seconds: float
+    seconds_max: float
+    max_tree_depth: int
+
+    @property
+    def long(self) -> bool:
+        """Expected to take over ``LONG_FIT_SECONDS`` (at the typical step count)."""
+        return self.seconds > LONG_FIT_SECONDS
+
+    def message(self) -> str:
+        return (f"hmc: expect about {_format_seconds(self.seconds)} of sampling "
+                f"({self.rounds} × {self.iterations_per_chain} NUTS iterations × "
+                f"~{self.typical_steps} leapfrog steps × {1e3 * self.seconds_per_gradient:.2f} "
+                f"ms per gradient, measured here), up to {_format_seconds(self.seconds_max)} "
+                f"if every tree reaches max_tree_depth={self.max_tree_depth}; the progress bar "
+                f"shows the real rate. Fewer num_warmup / num_samples, or a lower "
+                f"max_tree_depth, shorten it.")
+
+
+def time_estimate(spec: MLPSpec, data, config: Config, *,
+                  num_gradients: int = 15) -> TimeEstimate | None:
+    """Estimate a NUTS fit's sampling time from a few timed gradient evaluations.
+
+    Parameters
+    ----------
+    spec : MLPSpec
+    data : ClassificationData
+        Only ``X_train`` and ``y_train`` are used.
+    config : Config
+    num_gradients : int
+        Timed evaluations (after one that compiles); the median is used.
+
+    Returns
+    -------
+    TimeEstimate, or None for ``backend="pyro"`` (its gradient is torch's,
+    not timed here).
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> from uqzoo.methods import hmc
+    >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=10, seed=0)
+    >>> spec = uz.MLPSpec(data.n_features, 2)
+    >>> est = hmc.time_estimate(spec, data, hmc.Config(num_samples=1000, num_chains=2))
+    >>> est.iterations_per_chain, est.typical_steps, est.max_steps
+    (1000, 127, 1023)
+    """
+    import jax
+
+    if config.backend != "numpyro":
+        return None
+    float_dtype = np.float64 if config.float64 else np.float32
+    program = _numpyro_program(spec, config.hierarchical, config.num_warmup,
+                               config.target_accept, config.max_tree_depth, config.dense_mass,
+                               config.float64, config.chain_method == "vectorized")
+    times = []
+    with jax.enable_x64(config.float64):
+        X = np.asarray(data.X_train, dtype=float_dtype)
+        y = np.asarray(data.y_train, dtype=np.int32)
+        # The cost does not depend on the point: any parameter values will do.
+        z = _to_sites(spec, config.hierarchical, spec.init_params(0), float_dtype)
+        jax.block_until_ready(program.gradient(z, X, y))        # compiles
+        for _ in range(max(1, int(num_gradients))):
+            t0 = time.perf_counter()
+            jax.block_until_ready(program.gradient(z, X, y))
+            times.append(time.perf_counter() - t0)
+    per_gradient = float(np.median(times))
+    at_once = 1
+    if config.chain_method == "parallel" and len(_cpu_devices()) > 1:
+        at_once = min(config.num_chains, len(_cpu_devices()), engine.default_workers())
+    rounds = -(-config.num_chains // at_once)
+    iterations = config.num_warmup + config.draws_per_chain * config.thinning
+    max_steps = 2**config.max_tree_depth - 1
+    typical = min(TYPICAL_LEAPFROG_STEPS, max_steps)
+    return TimeEstimate(seconds_per_gradient=per_gradient, iterations_per_chain=iterations,
+                        rounds=rounds, typical_steps=typical, max_steps=max_steps,
+                        seconds=rounds * iterations * typical * per_gradient,
+                        seconds_max=rounds * iterations * max_steps * per_gradient,
+                        max_tree_depth=config.max_tree_depth)
 
 
 # -- fit --------------------------------------------------------------------------------
@@ -641,14 +992,19 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     X, y = np.asarray(data.X_train), np.asarray(data.y_train)
     iterations = config.num_chains * (config.num_warmup
                                       + config.draws_per_chain * config.thinning)
+    rotation = _input_rotation(X) if config.rotate_inputs else None
+    X_fit = X if rotation is None else np.asarray(X, dtype=np.float64) @ rotation
     progress = _Progress(iterations, progress_bar, f"hmc ({config.backend})")
     try:
         if config.backend == "numpyro":
-            z, stats, timings = _run_numpyro(spec, X, y, config, seed, progress)
+            z, stats, timings = _run_numpyro(spec, X_fit, y, config, seed, progress)
         else:
-            z, stats, timings = _run_pyro(spec, X, y, config, seed, progress)
+            z, stats, timings = _run_pyro(spec, X_fit, y, config, seed, progress)
     finally:
         progress.close()
+    if rotation is not None:
+        site = _first_layer_site(config.hierarchical)
+        z[site] = np.asarray(z[site], dtype=np.float64) @ rotation.T   # W = W̃ Vᵀ
     chains, draws_per_chain = config.num_chains, config.draws_per_chain
     params, scales = _to_layout(spec, config.hierarchical, z)
     flat = {k: v.reshape((chains * draws_per_chain, *v.shape[2:])).astype(np.float32)

@@ -1,0 +1,208 @@
+"""NUTS on a 189-band, 5,000-pixel scene with a 2×10 network: where the time goes.
+
+Issue 12's goal: a converged 2-chain NUTS run (predictive R-hat ≤ 1.01) on a
+189-band scene with 5,000 training pixels and a 2×10 tanh network in at most
+15 minutes on 2 cores. The scene is ``hsi-sim`` with ``size=100`` (the left
+half, 100 × 50 = 5,000 pixels, trains) and ``n_bands=189``, standardised by
+its training statistics; the network has 189·10 + 10 + 10·10 + 10 + 10 + 1 =
+2,021 parameters.
+
+A fit's time is (leapfrog steps) × (seconds per step), so the script measures
+the two factors apart:
+
+1. ``gradient``: the compiled potential energy and its gradient on the 5,000
+   pixels (the work of one leapfrog step), float32 and float64, and the
+   potential alone; medians of timed calls after one that compiles, wall
+   and process CPU time.
+2. ``arms``: whole ``uz.fit("hmc", ...)`` runs, one per setting, each
+   reporting wall time and its phases (MAP warm start, compilation, warm-up,
+   sampling), leapfrog steps per iteration in warm-up and sampling, the
+   tree depths, the step sizes, seconds per leapfrog step, the predictive
+   R-hat and bulk/tail ESS at the 10 diagnostic training points, divergences,
+   and ``hmc.time_estimate``'s figure made before the run. Arms:
+
+   - ``default``: uqzoo's defaults (MAP warm start, rotated inputs, diagonal
+     mass, tree depth 10, the spec's default fan-in prior) with 2 chains;
+   - ``no-rotate``: the same without the input rotation;
+   - ``uniform``: the same with NumPyro's U(-2, 2) start instead of the MAP;
+   - ``depth6``: ``default`` with ``max_tree_depth=6``;
+   - ``old``: the settings before issue 12 (iid N(0, 1) prior, U(-2, 2)
+     start, no rotation), as many iterations as the others -- long.
+
+Chains run in parallel: the script gives JAX one CPU device per available
+core (``jax.config.update("jax_num_cpu_devices", n)`` before JAX starts, as
+``hmc.Config.chain_method`` tells users to).
+
+Run (the figure in benchmarks/README.md; ~6 minutes per arm here)::
+
+    python benchmarks/bench_hmc_scene.py --arms default --json /tmp/hmc_scene.json
+    python benchmarks/bench_hmc_scene.py --arms default,no-rotate,uniform,depth6 --seeds 0
+    python benchmarks/bench_hmc_scene.py --parts gradient
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+ARMS = {
+    "default": {},
+    "no-rotate": {"rotate_inputs": False},
+    "uniform": {"init": "uniform"},
+    "depth6": {"max_tree_depth": 6},
+    "old": {"init": "uniform", "rotate_inputs": False, "prior": "iid"},
+}
+
+
+def scene(seed: int = 0, dataset: str = "hsi-sim"):
+    import uqzoo as uz
+
+    if dataset == "hsi-sim":
+        data = uz.datasets.load("hsi-sim", size=100, n_bands=189, seed=seed, progress_bar=False)
+    else:
+        data = uz.datasets.load(dataset, seed=seed)
+    X = np.asarray(data.X_train)
+    # The fit needs standardised inputs: check rather than trust.
+    assert np.abs(X.mean(0)).max() < 1e-3 and np.abs(X.std(0) - 1).max() < 1e-3, \
+        "training inputs are not standardised"
+    return data
+
+
+def median_time(fn, args: tuple, repeats: int) -> tuple[float, float]:
+    """Median wall and process-CPU seconds of fn(*args) (blocked until ready)."""
+    import jax
+
+    jax.block_until_ready(fn(*args))                  # compiles
+    walls, cpus = [], []
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        jax.block_until_ready(fn(*args))
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def gradient_costs(data, repeats: int = 200) -> dict:
+    import jax
+
+    import uqzoo as uz
+    from uqzoo.methods import hmc
+
+    spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    first_layer = jax.jit(lambda W, X: X @ W.T)
+    out = {}
+    for float64 in (False, True):
+        dtype = np.float64 if float64 else np.float32
+        program = hmc._numpyro_program(spec, False, 10, 0.8, 10, False, float64, False)
+        potential = jax.jit(lambda z, X, y, grad=program.gradient: grad(z, X, y)[0])
+        with jax.enable_x64(float64):
+            X = np.asarray(data.X_train, dtype=dtype)
+            y = np.asarray(data.y_train, dtype=np.int32)
+            z = hmc._to_sites(spec, False, spec.init_params(0), dtype)
+            wall, cpu = median_time(program.gradient, (z, X, y), repeats)
+            p_wall, _ = median_time(potential, (z, X, y), repeats)
+            m_wall, _ = median_time(first_layer, (z["layers.0.weight"], X), repeats)
+        name = "float64" if float64 else "float32"
+        out[name] = {"gradient_us": round(1e6 * wall, 1), "gradient_cpu_us": round(1e6 * cpu, 1),
+                     "potential_only_us": round(1e6 * p_wall, 1),
+                     "first_layer_product_us": round(1e6 * m_wall, 1)}
+        print(name, out[name], flush=True)
+    return out
+
+
+def run_arm(data, arm: str, seed: int, num_warmup: int, draws_per_chain: int,
+            num_chains: int) -> dict:
+    import uqzoo as uz
+    from uqzoo.methods import hmc
+
+    options = dict(ARMS[arm])
+    prior = options.pop("prior", "fan_in")
+    spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10), prior=prior)
+    config = dict(num_warmup=num_warmup, num_samples=num_chains * draws_per_chain,
+                  num_chains=num_chains, **options)
+    estimate = hmc.time_estimate(spec, data, hmc.Config(**config))
+    load_before = os.getloadavg()[0]
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", uz.ConvergenceWarning)
+        post = uz.fit("hmc", spec, data, seed=seed, progress_bar=False, **config)
+    wall = time.perf_counter() - t0
+    cores = (time.process_time() - cpu0) / wall
+    d, st = post.diagnostics, post.sample_stats
+    chains_iters = num_chains * num_warmup
+    depth, counts = np.unique(st["tree_depth"], return_counts=True)
+    row = {
+        "arm": arm, "seed": seed, "prior": prior, "config": config,
+        "wall_s": round(wall, 1), "cores_used": round(cores, 2),
+        "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
+        "seconds_map": round(d["seconds_map"], 1),
+        "seconds_compile": round(d["seconds_compile"], 1),
+        "seconds_warmup": round(d["seconds_warmup"], 1),
+        "seconds_sampling": round(d["seconds_sampling"], 1),
+        "leapfrog_per_iteration_warmup": round(d["leapfrog_steps_warmup"] / chains_iters, 1),
+        "leapfrog_per_iteration_sampling": round(float(st["n_steps"].mean()), 1),
+        "tree_depth_sampling": {int(k): int(v) for k, v in zip(depth, counts, strict=True)},
+        "step_size": [round(float(np.median(s)), 4) for s in st["step_size"]],
+        "ms_per_leapfrog": round(1e3 * d["seconds_per_leapfrog"], 3),
+        "estimate_s": round(estimate.seconds, 1), "estimate_max_s": round(estimate.seconds_max, 1),
+        "estimate_ms_per_gradient": round(1e3 * estimate.seconds_per_gradient, 3),
+        "rhat_predictive_max": round(float(np.nanmax(d["rhat_predictive"])), 4),
+        "ess_bulk_predictive_min": round(float(np.nanmin(d["ess_bulk_predictive"])), 1),
+        "ess_bulk_predictive_median": round(float(np.nanmedian(d["ess_bulk_predictive"])), 1),
+        "ess_tail_predictive_min": round(float(np.nanmin(d["ess_tail_predictive"])), 1),
+        "rhat_lp": round(float(d["rhat_lp"]), 4), "ess_bulk_lp": round(float(d["ess_bulk_lp"]), 1),
+        "num_divergent": d["num_divergent"],
+        "mean_acceptance_rate": round(d["mean_acceptance_rate"], 3),
+        "converged": post.converged, "warnings": [str(w.message) for w in caught],
+    }
+    row["ess_bulk_min_per_second"] = round(row["ess_bulk_predictive_min"] / wall, 3)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="gradient,arms")
+    parser.add_argument("--arms", default="default")
+    parser.add_argument("--seeds", default="0", help="fit seeds (the scene is seed 0)")
+    parser.add_argument("--num-warmup", type=int, default=500)
+    parser.add_argument("--draws-per-chain", type=int, default=500)
+    parser.add_argument("--num-chains", type=int, default=2)
+    parser.add_argument("--dataset", default="hsi-sim")
+    parser.add_argument("--cpu-devices", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    import jax
+
+    # A program (not a library) may set this: one JAX CPU device per core, so
+    # that "parallel" chains run in parallel.
+    jax.config.update("jax_num_cpu_devices", args.cpu_devices)
+    data = scene(dataset=args.dataset)
+    results: dict = {"machine": {"cpu": platform.processor() or platform.machine(),
+                                 "cores_available": len(os.sched_getaffinity(0)),
+                                 "jax": jax.__version__},
+                     "scene": {"dataset": args.dataset, "n_train": int(data.n_train),
+                               "bands": int(data.n_features),
+                               "targets_train": int(np.sum(data.y_train))}}
+    print(results, flush=True)
+    parts = args.parts.split(",")
+    if "gradient" in parts:
+        results["gradient"] = gradient_costs(data)
+    if "arms" in parts:
+        results["runs"] = [run_arm(data, arm, int(seed), args.num_warmup, args.draws_per_chain,
+                                   args.num_chains)
+                           for seed in args.seeds.split(",") for arm in args.arms.split(",")]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
