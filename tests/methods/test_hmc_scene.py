@@ -120,8 +120,11 @@ def test_time_estimate_on_muufl(muufl):
     est = hmc.time_estimate(spec, muufl, cfg)
     assert est.iterations_per_chain == 1000 and est.rounds == 2     # one JAX CPU device
     assert est.typical_steps == hmc.TYPICAL_LEAPFROG_STEPS and est.max_steps == 511
-    assert est.seconds == pytest.approx(2 * 1000 * 127 * est.seconds_per_gradient)
-    assert est.seconds_max / est.seconds == pytest.approx(511 / 127)
+    typical = hmc.TYPICAL_LEAPFROG_STEPS
+    assert est.seconds == pytest.approx(2 * 1000 * typical * est.seconds_per_gradient)
+    assert est.seconds_max / est.seconds == pytest.approx(511 / typical)
+    shallow = hmc.time_estimate(spec, muufl, hmc.Config(max_tree_depth=5))
+    assert shallow.typical_steps == shallow.max_steps == 31        # capped by the depth
     assert 1e-6 < est.seconds_per_gradient < 1.0
     assert "max_tree_depth=9" in est.message()
     assert hmc.time_estimate(spec, muufl, hmc.Config(backend="pyro")) is None

@@ -114,12 +114,13 @@ INITS = ("map", "uniform", "prior", "torch")
 # takes seconds, while Python's per-call overhead (~0.1 ms) stays negligible.
 _SEGMENT = 50
 _SEGMENT_SECONDS = 2.0
-# Leapfrog steps per iteration that a time estimate assumes: tree depth 7.
-# Measured on a 189-band, 5,000-pixel scene with a 2x10 network and the
-# default warm start (benchmarks/bench_hmc_scene.py): depth 6-7 in warm-up
-# and sampling. Smaller problems need fewer; the worst case (every tree at
+# Leapfrog steps per iteration that a time estimate assumes. Measured on a
+# 189-band, 5,000-pixel scene with a 2x10 network (benchmarks/README.md,
+# bench_hmc_scene.py): 141-218 per iteration averaged over warm-up and
+# sampling, trees of depth 7-8, over the settings tried. Smaller problems
+# need fewer (depth 6 on sim-teacher); the worst case (every tree at
 # max_tree_depth) is always reported beside it.
-TYPICAL_LEAPFROG_STEPS = 2**7 - 1
+TYPICAL_LEAPFROG_STEPS = 180
 # compare() says so before starting when a fit is expected to take longer.
 LONG_FIT_SECONDS = 120.0
 # NumPyro's default init_to_uniform radius, on the unconstrained scale.
@@ -854,7 +855,8 @@ class TimeEstimate:
         (``"vectorized"`` counts every chain: an upper estimate).
     typical_steps : int
         Leapfrog steps per iteration assumed for ``seconds``:
-        ``TYPICAL_LEAPFROG_STEPS`` (tree depth 7), capped by ``max_tree_depth``.
+        ``TYPICAL_LEAPFROG_STEPS`` (180, measured on a 189-band scene), capped
+        by 2**max_tree_depth − 1.
     max_steps : int
         2**max_tree_depth − 1: every tree at the cap.
     seconds, seconds_max : float
@@ -913,7 +915,7 @@ def time_estimate(spec: MLPSpec, data, config: Config, *,
     >>> spec = uz.MLPSpec(data.n_features, 2)
     >>> est = hmc.time_estimate(spec, data, hmc.Config(num_samples=1000, num_chains=2))
     >>> est.iterations_per_chain, est.typical_steps, est.max_steps
-    (1000, 127, 1023)
+    (1000, 180, 1023)
     """
     import jax
 
