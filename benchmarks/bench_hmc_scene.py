@@ -21,13 +21,15 @@ the two factors apart:
    R-hat and bulk/tail ESS at the 10 diagnostic training points, divergences,
    and ``hmc.time_estimate``'s figure made before the run. Arms:
 
-   - ``default``: uqzoo's defaults (MAP warm start, rotated inputs, diagonal
-     mass, tree depth 10, the spec's default fan-in prior) with 2 chains;
-   - ``no-rotate``: the same without the input rotation;
-   - ``uniform``: the same with NumPyro's U(-2, 2) start instead of the MAP;
+   - ``default``: uqzoo's defaults (NumPyro's U(-2, 2) start, diagonal mass,
+     tree depth 10, the spec's default fan-in prior) with 2 chains;
+   - ``map``: the same, each chain started at its own MAP fit (``init="map"``);
+   - ``rotate``: the same with the first layer in the inputs' principal axes
+     (``rotate_inputs=True``);
+   - ``map-rotate``: both;
    - ``depth6``: ``default`` with ``max_tree_depth=6``;
-   - ``old``: the settings before issue 12 (iid N(0, 1) prior, U(-2, 2)
-     start, no rotation), as many iterations as the others -- long.
+   - ``old``: the prior before issue 12 (iid N(0, 1) on every weight), as many
+     iterations as the others -- long.
 
 Chains run in parallel: the script gives JAX one CPU device per available
 core (``jax.config.update("jax_num_cpu_devices", n)`` before JAX starts, as
@@ -36,7 +38,7 @@ core (``jax.config.update("jax_num_cpu_devices", n)`` before JAX starts, as
 Run (the figure in benchmarks/README.md; ~6 minutes per arm here)::
 
     python benchmarks/bench_hmc_scene.py --arms default --json /tmp/hmc_scene.json
-    python benchmarks/bench_hmc_scene.py --arms default,no-rotate,uniform,depth6 --seeds 0
+    python benchmarks/bench_hmc_scene.py --arms default,map,rotate,depth6 --seeds 0
     python benchmarks/bench_hmc_scene.py --parts gradient
 """
 
@@ -54,10 +56,11 @@ import numpy as np
 
 ARMS = {
     "default": {},
-    "no-rotate": {"rotate_inputs": False},
-    "uniform": {"init": "uniform"},
+    "map": {"init": "map"},
+    "rotate": {"rotate_inputs": True},
+    "map-rotate": {"init": "map", "rotate_inputs": True},
     "depth6": {"max_tree_depth": 6},
-    "old": {"init": "uniform", "rotate_inputs": False, "prior": "iid"},
+    "old": {"prior": "iid"},
 }
 
 

@@ -55,7 +55,7 @@ def test_map_warm_start_starts_each_chain_at_its_own_mode():
     y = (np.random.default_rng(2).random(200) < p).astype(np.int64)
     # the iid prior: the MAP trainer and the model share it however the default moves
     spec = uz.MLPSpec(X.shape[1], 2, hidden=(5,), prior="iid")
-    cfg = hmc.Config(num_samples=8, num_chains=2, num_warmup=4, map_epochs=1000)
+    cfg = hmc.Config(num_samples=8, num_chains=2, num_warmup=4, init="map", map_epochs=1000)
     starts = hmc._chain_starts(spec, cfg, seed=3, X=X, y=y)
     again = hmc._chain_starts(spec, cfg, seed=3, X=X, y=y)
     uniform = hmc._chain_starts(spec, hmc.Config(num_samples=8, num_chains=2, num_warmup=4,
@@ -166,8 +166,8 @@ def test_short_nuts_run_on_muufl(muufl):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
         post = uz.fit("hmc", spec, muufl, seed=0, num_warmup=60, num_samples=80,
-                      num_chains=2, max_tree_depth=6, map_epochs=300, rotate_inputs=True,
-                      progress_bar=False)
+                      num_chains=2, max_tree_depth=6, init="map", map_epochs=300,
+                      rotate_inputs=True, progress_bar=False)
     assert post.sample_shape == (2, 40)
     assert post.sample_stats["tree_depth"].max() <= 6
     d = post.diagnostics

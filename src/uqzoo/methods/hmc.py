@@ -32,10 +32,13 @@ Where a fit's time goes is (leapfrog steps) × (seconds per step): one step
 is one gradient of the log posterior over all training rows, and NUTS takes
 up to 2**max_tree_depth − 1 of them per iteration. On hyperspectral scenes
 (hundreds of correlated bands) the first factor is what the spec's fan-in
-prior keeps small (a unit's prior pre-activation no longer saturates tanh);
-``init="map"`` starts each chain at its own MAP fit rather than at a random
-point, and ``rotate_inputs=True`` samples the first layer in the principal
-axes of the inputs (exact; see :class:`Config` for both).
+prior keeps small (a unit's prior pre-activation no longer saturates tanh):
+trees of depth 7-8 instead of 10. Two options that did not shorten them
+further on the benchmark scene are kept for other data: ``init="map"``
+starts each chain at its own MAP fit, and ``rotate_inputs=True`` samples the
+first layer in the principal axes of the inputs (exact; see :class:`Config`).
+A lower ``max_tree_depth`` does shorten a run, at a measured cost in ESS per
+draw.
 
 :func:`time_estimate` times a few gradients on the data before a fit and
 says what the run should cost; :func:`uqzoo.compare` warns
@@ -159,16 +162,17 @@ class Config:
     dense_mass : bool
         Adapt a dense mass matrix instead of a diagonal one. Default False.
     init : {"map", "uniform", "prior", "torch"}
-        Chain initialisation. ``"map"`` (default): each chain starts at its
-        own MAP fit -- ``map_epochs`` full-batch Adam steps of uqzoo's MAP
-        trainer (the same likelihood and prior) from torch's default
-        initialisation with the chain's own seed, all chains trained together
-        -- so warm-up adapts the step size and mass matrix in the bulk of
-        the posterior instead of crossing from a random point, where tanh
-        units saturate and trees run to ``max_tree_depth``. The chains start
-        from different MAPs, so R-hat still compares independent starts.
-        ``"uniform"``: U(-2, 2) on the unconstrained scale (NumPyro's
-        default); ``"prior"``: a draw from the prior; ``"torch"``: torch
+        Chain initialisation. ``"uniform"`` (default): U(-2, 2) on the
+        unconstrained scale (NumPyro's default). ``"map"``: each chain starts
+        at its own MAP fit -- ``map_epochs`` full-batch Adam steps of uqzoo's
+        MAP trainer (the same likelihood and prior) from torch's default
+        initialisation with the chain's own seed, all chains trained
+        together; the chains start from different MAPs, so R-hat still
+        compares independent starts. On the 189-band benchmark scene under
+        the fan-in prior it cost ~5 s and changed neither the warm-up's
+        leapfrog steps nor the convergence, with 500 or 150 warm-up
+        iterations (benchmarks/README.md), so it is not the default.
+        ``"prior"``: a draw from the prior; ``"torch"``: torch
         ``nn.Linear``'s default init (small weights).
     map_epochs : int
         Adam steps (learning rate 0.01) of each chain's MAP fit with
@@ -177,8 +181,8 @@ class Config:
     rotate_inputs : bool
         Sample the first layer's weights in the principal axes of the
         training inputs. Default False: on the 189-band benchmark scene
-        (fan-in prior, MAP start) it changed neither the adapted step size
-        nor the tree depth (benchmarks/README.md). With V the eigenvectors of XᵀX,
+        (fan-in prior) it changed neither the adapted step size nor the tree
+        depth (benchmarks/README.md). With V the eigenvectors of XᵀX,
         the first layer computes ``W x = (W V)(Vᵀ x)``; NUTS samples
         W̃ = W V against the inputs X V, and the draws are rotated back
         (W = W̃ Vᵀ). This is exact -- the first layer's weights have one
@@ -224,7 +228,7 @@ class Config:
     target_accept: float = 0.8
     max_tree_depth: int = 10
     dense_mass: bool = False
-    init: str = "map"
+    init: str = "uniform"
     map_epochs: int = 1000
     rotate_inputs: bool = False
     hierarchical: bool = False
