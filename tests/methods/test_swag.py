@@ -141,3 +141,42 @@ def test_bad_config_is_rejected(spec, data):
         uz.fit("swag", spec, data, covariance="full")
     with pytest.raises(uz.InvalidInputError, match="num_samples"):
         uz.fit("swag", spec, data, num_runs=4, num_samples=2)
+
+
+def test_stationarity_flags_a_loss_still_falling_over_the_swa_phase():
+    rng = np.random.default_rng(0)
+    epochs, start = 200, 100
+    noise = 0.01 * rng.standard_normal((2, epochs))
+    steady = 0.4 + noise
+    falling = steady + np.linspace(0.1, 0.0, epochs)[None]      # 0.05 over the phase
+    ok, messages = swag.stationarity(steady, start)
+    assert ok and messages == ()
+    ok, messages = swag.stationarity(np.stack([steady[0], falling[1]]), start)
+    assert not ok and len(messages) == 1 and messages[0].startswith("run 1: ")
+    assert "still fell" in messages[0]
+    ok, messages = swag.stationarity(steady[:, :102], start)
+    assert not ok and "too few" in messages[0]
+
+
+def test_fit_reports_whether_the_swa_phase_was_stationary(spec, data):
+    post = uz.fit("swag", spec, data, seed=0, progress_bar=False, **OPTIONS)
+    assert post.converged is not None
+    assert post.converged == (post.warnings == ())
+    # A rate too small to reach the stationary regime: still descending at the end.
+    slow = uz.fit("swag", spec, data, seed=0, progress_bar=False,
+                  **{**OPTIONS, "learning_rate": 1e-4, "swa_learning_rate": 1e-4})
+    assert slow.converged is False and slow.warnings[0].startswith("swag: ")
+
+
+def test_defaults_are_the_papers_recipe_at_this_data_size():
+    """K = 20, scale 0.5, one snapshot per epoch, a constant SWA rate, and the rate that
+    keeps Maddox et al.'s η N / (2B(1 − μ)) ≈ 19.5 (0.01, N = 50,000, B = 128) at
+    N = 1000, B = 64."""
+    config = swag.Config()
+    assert (config.max_rank, config.scale, config.collect_every) == (20, 0.5, 1)
+    papers = 0.01 * 50_000 / (2 * 128 * (1 - 0.9))
+    ours = config.swa_learning_rate * 1000 / (2 * config.batch_size * (1 - config.momentum))
+    assert abs(ours / papers - 1) < 0.01
+    lrs = swag.learning_rate_schedule(config.num_epochs, config.swa_start_epoch,
+                                      config.learning_rate, config.swa_learning_rate)
+    np.testing.assert_allclose(lrs[config.swa_start_epoch:], config.swa_learning_rate)
