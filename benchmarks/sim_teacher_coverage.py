@@ -1,5 +1,10 @@
 """Coverage and width of each method's credible intervals where the truth is known.
 
+Superseded by ``coverage_table.py`` (all seven methods through ``uz.compare`` on
+one draw budget, well- and mis-specified truths, several seeds with Monte Carlo
+errors); kept for the method variants below and the figures in
+benchmarks/README.md that it produced.
+
 For every method in ``METHODS`` (default configurations unless noted), fit on
 the data set's training rows, summarise the posterior predictive at the test
 points with equal-tailed intervals at 80 % and 95 % (``post.summarize``), and
