@@ -25,8 +25,9 @@ from uqzoo.metrics.detection import detection_roc
 from uqzoo.testing import tiny_data
 
 EPS = float(np.finfo(np.float64).eps)
-# A seeded statistical check may fail by chance with at most this probability.
-FALSE_ALARM = 1e-4
+# A seeded statistical check may fail by chance with at most this probability
+# (Z = 3.29 standard errors).
+FALSE_ALARM = 1e-3
 Z = float(stats.norm.isf(FALSE_ALARM / 2))
 
 
@@ -164,8 +165,7 @@ def test_integer_weights_are_repeated_points():
     mean = draws.mean(0)
     rng = np.random.default_rng(0)
     W = rng.poisson(1.0, size=(3, 300)).astype(float)
-    counts = cal.adaptive_binning(mean, y).count
-    got = boot.rank_metrics(mean, y, W, 15, (1e-2, 0.1), counts, detection=True)
+    got = boot.rank_metrics(boot._RankPlan(mean, y, detection=True), W, 15, (1e-2, 0.1))
     for g in range(3):
         w = W[g].astype(int)
         m, yy = np.repeat(mean, w, axis=0), np.repeat(y, w)
@@ -208,7 +208,7 @@ def test_stratified_intervals_cover_a_known_accuracy():
     # point with probability a_k, so the true accuracy is (a_0 + a_1) / 2.
     # The accuracy row's interval is computed by the same accumulator,
     # weights and percentile rule as evaluate's.
-    N, R, B, level = 300, 300, 400, 0.9
+    N, R, B, level = 300, 200, 250, 0.9
     a = np.array([0.7, 0.85])
     truth = a.mean()
     y = np.repeat([0, 1], N // 2)
@@ -231,7 +231,7 @@ def test_stratified_intervals_cover_a_known_accuracy():
 def test_unstratified_intervals_cover_a_known_accuracy_of_iid_classes():
     # Classes drawn i.i.d. with P(y = 1) = 0.3: the true accuracy is
     # 0.7 a_0 + 0.3 a_1, and its variability includes the class mix.
-    N, R, B, level = 300, 300, 400, 0.9
+    N, R, B, level = 300, 200, 250, 0.9
     a = np.array([0.7, 0.95])
     truth = 0.7 * a[0] + 0.3 * a[1]
     covered = 0
@@ -255,7 +255,7 @@ def test_unstratified_intervals_cover_a_known_accuracy_of_iid_classes():
 def test_evaluate_intervals_cover_a_known_detection_auroc():
     # Target scores N(d, 1), background N(0, 1), fixed counts: the true AUROC is
     # Φ(d / √2). End to end through evaluate (its weighted Mann–Whitney row).
-    N, R, B, level, d = 200, 100, 200, 0.9, 1.0
+    N, R, B, level, d = 200, 80, 150, 0.9, 1.0
     truth = stats.norm.cdf(d / math.sqrt(2))
     y = np.repeat([0, 1], N // 2)
     covered = 0

@@ -102,8 +102,9 @@ _MAX_TOTAL_BYTES = 2**31
 # Weights generated and multiplied per block: B × block ≤ 2**22 (4 MiB of uint8 weights,
 # 32 MiB as float64 in the product).
 _BLOCK_ELEMENTS = 2**22
-# Per-replicate weights at the end: G replicates × N points ≤ 2**24 float64 (128 MiB).
-_RANK_ELEMENTS = 2**24
+# Per-replicate weights at the end: G replicates × N points ≤ 2**21 float64 (16 MiB per
+# temporary: larger blocks measured slower, their temporaries miss the cache).
+_RANK_ELEMENTS = 2**21
 # Distinguishes the bootstrap's random stream from every other use of a seed.
 _STREAM = 0x626F6F74                    # "boot"
 _EULER_GAMMA = 0.5772156649015329
@@ -200,10 +201,10 @@ class PoissonWeights:
     def block(self, start: int, stop: int, replicates: range | None = None) -> np.ndarray:
         """Weights of points start..stop-1, uint8 of shape (B', stop − start)."""
         reps = range(self.num_replicates) if replicates is None else replicates
-        out = np.empty((len(reps), stop - start), dtype=np.uint8)
+        raw = np.empty((len(reps), stop - start), dtype=np.uint64)
         for row, b in enumerate(reps):
-            out[row] = _poisson_from_raw(self._raw(b, start, stop))
-        return out
+            raw[row] = self._raw(b, start, stop)
+        return _poisson_from_raw(raw)              # one pass over all replicates
 
 
 def check_bootstrap(bootstrap: object, confidence: object) -> tuple[int | None, float]:
@@ -580,9 +581,12 @@ def _grouped(cum: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.diff(at, axis=1, prepend=0.0)
 
 
-def _weighted_auroc(score: np.ndarray, positive: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """P(score of a positive > score of a negative) + ½ P(tie), weighted; (G,)."""
-    order = np.argsort(score, kind="stable")
+def _weighted_auroc(score: np.ndarray, positive: np.ndarray, W: np.ndarray,
+                    order: np.ndarray) -> np.ndarray:
+    """P(score of a positive > score of a negative) + ½ P(tie), weighted; (G,).
+
+    ``order``: the stable ascending order of ``score``.
+    """
     ends = _group_ends(score[order])
     Ws = W[:, order]
     pos = _grouped(np.cumsum(Ws * positive[order], axis=1), ends)
@@ -592,10 +596,12 @@ def _weighted_auroc(score: np.ndarray, positive: np.ndarray, W: np.ndarray) -> n
     return _ratio(np.sum(pos * (below + 0.5 * neg), axis=1), total_pos * total_neg)
 
 
-def _weighted_aurc(error: np.ndarray, conf: np.ndarray, W: np.ndarray, n: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(tie-aware trapezoid AURC, mean-over-k AURC), weighted, total weights n (G,)."""
-    order = np.argsort(-conf, kind="stable")
+def _weighted_aurc(error: np.ndarray, conf: np.ndarray, W: np.ndarray, n: np.ndarray,
+                   order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tie-aware trapezoid AURC, mean-over-k AURC), weighted, total weights n (G,).
+
+    ``order``: the stable descending order of ``conf``.
+    """
     c = conf[order]
     e = error[order].astype(np.float64)
     Ws = W[:, order]
@@ -613,10 +619,13 @@ def _weighted_aurc(error: np.ndarray, conf: np.ndarray, W: np.ndarray, n: np.nda
     # mean over k: point j fills positions K_{j-1}+1 .. K_j of the expanded
     # order; Σ_k (E_{j-1} + e_j (k − K_{j-1})) / k over them is
     # (E_{j-1} − e_j K_{j-1}) (H(K_j) − H(K_{j-1})) + e_j w_j.
+    # K_{j-1} is the running total before point j, so H(K_{j-1}) is H(K_j)
+    # shifted by one point: one digamma pass, not two
+    H_end = _harmonic(cum_w)
+    H_before = np.concatenate([np.zeros((H_end.shape[0], 1)), H_end[:, :-1]], axis=1)
     before_w = cum_w - Ws
     before_e = cum_e - Ws * e
-    H = _harmonic(cum_w) - _harmonic(before_w)
-    mean_over_k = np.sum((before_e - e * before_w) * H + e * Ws, axis=1) / n
+    mean_over_k = np.sum((before_e - e * before_w) * (H_end - H_before) + e * Ws, axis=1) / n
     return trapezoid, mean_over_k
 
 
@@ -640,19 +649,18 @@ def optimal_aurc_real(n: np.ndarray, n_errors: np.ndarray) -> np.ndarray:
     return (total + (r1 - rn) / 2) / n
 
 
-def _weighted_auarc(mean: np.ndarray, y: np.ndarray, W: np.ndarray, n: np.ndarray
-                    ) -> np.ndarray:
+def _weighted_auarc(mean: np.ndarray, y: np.ndarray, W: np.ndarray, n: np.ndarray,
+                    order: np.ndarray) -> np.ndarray:
     """AUARC (x = k / k_max) with rejection counted in units of weight; (G,).
 
     Replicate g rejects k = 0, s, 2s, ... < n_g units of weight (s = max(1,
     ⌊n_g⌋ // 1000)) from the least confident end; a point that straddles k is
     split. With integer weights this is AUARC of the sample in which each
-    point appears w times.
+    point appears w times. ``order``: the stable ascending order of the
+    top-label confidence.
     """
     N, K = mean.shape
     pred = mean.argmax(axis=1)
-    conf = np.take_along_axis(mean, pred[:, None], axis=1)[:, 0]
-    order = np.argsort(conf, kind="stable")
     ys, hit = y[order], (pred == y)[order]
     is_c = (ys[:, None] == np.arange(K)[None, :]).astype(np.float64)               # (N, K)
     out = np.full(W.shape[0], np.nan)
@@ -682,31 +690,29 @@ def _weighted_auarc(mean: np.ndarray, y: np.ndarray, W: np.ndarray, n: np.ndarra
 
 
 def _weighted_quantile_ece(conf: np.ndarray, outcome: np.ndarray, W: np.ndarray, n_bins: int,
-                           n: np.ndarray) -> np.ndarray:
-    """ECE with equal-weight (Nixon) bins re-chosen per replicate; (G,)."""
-    order = np.argsort(conf, kind="stable")
+                           n: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """ECE with equal-weight (Nixon) bins re-chosen per replicate; (G,).
+
+    ``order``: the stable ascending order of ``conf``.
+    """
     srt = conf[order]
     cum_w = np.cumsum(W[:, order], axis=1)
     # numpy's round of the positions 0, n/B, 2n/B, ..., per replicate
     pos = np.round(np.linspace(0, n, n_bins, endpoint=False, axis=1))              # (G, B)
     N = conf.shape[0]
-    # the element at position p of the expanded sorted sample: first i with cum_w[i] > p
-    idx = np.stack([(cum_w <= pos[:, b:b + 1]).sum(axis=1) for b in range(n_bins)],
-                   axis=1)                                                        # (G, B)
-    edges = srt[np.minimum(idx, N - 1)]                                          # (G, B)
-    # bin of each point: searchsorted(edges, conf, "right") − 1, clipped to 0..B−1
-    index = np.zeros(W.shape, dtype=np.int64)
-    for b in range(n_bins):
-        index += conf[None, :] >= edges[:, b:b + 1]
-    index = np.clip(index - 1, 0, n_bins - 1)
-    count = np.zeros((W.shape[0], n_bins))
-    csum = np.zeros_like(count)
-    osum = np.zeros_like(count)
-    for b in range(n_bins):
-        inside = W * (index == b)
-        count[:, b] = inside.sum(axis=1)
-        csum[:, b] = inside @ conf
-        osum[:, b] = inside @ outcome
+    G = W.shape[0]
+    count = np.empty((G, n_bins))
+    csum = np.empty_like(count)
+    osum = np.empty_like(count)
+    for g in range(G):
+        # the element at position p of the expanded sorted sample: first i with cum_w[i] > p
+        idx = np.searchsorted(cum_w[g], pos[g], side="right")
+        edges = srt[np.minimum(idx, N - 1)]
+        # bin of each point as calibration_bins: searchsorted(edges, conf, "right") − 1
+        index = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+        count[g] = np.bincount(index, weights=W[g], minlength=n_bins)
+        csum[g] = np.bincount(index, weights=W[g] * conf, minlength=n_bins)
+        osum[g] = np.bincount(index, weights=W[g] * outcome, minlength=n_bins)
     return _bin_errors(count, csum, osum, n)[0]
 
 
@@ -729,9 +735,12 @@ def _weighted_fixed_bins(conf_sorted: np.ndarray, hit_sorted: np.ndarray, bin_of
 
 
 def _weighted_pd_at_far(score: np.ndarray, target: np.ndarray, W: np.ndarray,
-                        fars: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """(Pd (G, F), achieved FAR (G, F)) at the lowest threshold with FAR ≤ far."""
-    order = np.argsort(-score, kind="stable")
+                        fars: Sequence[float], order: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(Pd (G, F), achieved FAR (G, F)) at the lowest threshold with FAR ≤ far.
+
+    ``order``: the stable descending order of ``score``.
+    """
     ends = _group_ends(score[order])
     Ws = W[:, order]
     tp = np.concatenate([np.zeros((W.shape[0], 1)),
@@ -750,41 +759,61 @@ def _weighted_pd_at_far(score: np.ndarray, target: np.ndarray, W: np.ndarray,
     return np.stack(pd_, axis=1), np.stack(achieved, axis=1)
 
 
-def rank_metrics(mean: np.ndarray, y: np.ndarray, W: np.ndarray, n_bins: int,
-                 fars: Sequence[float], adaptive_counts: np.ndarray, detection: bool
+class _RankPlan:
+    """What the sort-based metrics need of the (N, K) means, sorted once per evaluation.
+
+    The metrics run once per group of replicates on the same arrays; sorting
+    them again for every group cost as much as the metrics themselves.
+    """
+
+    def __init__(self, mean: np.ndarray, y: np.ndarray, detection: bool) -> None:
+        K = mean.shape[1]
+        self.mean, self.y, self.detection = mean, y, detection
+        self.pred = mean.argmax(axis=1)
+        self.conf = np.take_along_axis(mean, self.pred[:, None], axis=1)[:, 0]
+        self.error = self.pred != y
+        self.up = np.argsort(self.conf, kind="stable")
+        self.down = np.argsort(-self.conf, kind="stable")
+        self.binned = {}
+        for kind, confidence in (("top", "top_label"), ("pos", "positive_class")):
+            if kind == "pos" and K != 2:
+                continue
+            c, o = cal.confidence_and_outcome(mean, y, confidence)
+            self.binned[kind] = (c, o.astype(np.float64), np.argsort(c, kind="stable"))
+        self.adaptive_counts = cal.adaptive_binning(mean, y).count
+        self.score = mean[:, 1] if detection else None
+        if self.score is not None:
+            self.score_up = np.argsort(self.score, kind="stable")
+            self.score_down = np.argsort(-self.score, kind="stable")
+
+
+def rank_metrics(plan: _RankPlan, W: np.ndarray, n_bins: int, fars: Sequence[float]
                  ) -> dict[tuple, np.ndarray]:
     """Replicate values of the sort-based rows for point weights W (G, N).
 
-    ``adaptive_counts``: the full sample's adaptive (Ding) bin sizes, in order
-    of decreasing confidence, held fixed.
+    The adaptive (Ding) bins are the full sample's (``plan.adaptive_counts``,
+    in order of decreasing confidence), held fixed.
     """
-    K = mean.shape[1]
     n = total_weight(W)
     out: dict[tuple, np.ndarray] = {}
-    pred = mean.argmax(axis=1)
-    conf = np.take_along_axis(mean, pred[:, None], axis=1)[:, 0]
-    error = pred != y
-    for kind, confidence in (("top", "top_label"), ("pos", "positive_class")):
-        if kind == "pos" and K != 2:
-            continue
-        c, o = cal.confidence_and_outcome(mean, y, confidence)
-        out[("ece_quantile", kind)] = _weighted_quantile_ece(c, o.astype(np.float64), W,
-                                                             n_bins, n)
-    bin_of = np.repeat(np.arange(adaptive_counts.shape[0]), adaptive_counts)
-    order = np.argsort(-conf, kind="stable")
+    for kind, (c, o, order) in plan.binned.items():
+        out[("ece_quantile", kind)] = _weighted_quantile_ece(c, o, W, n_bins, n, order)
+    counts = plan.adaptive_counts
+    bin_of = np.repeat(np.arange(counts.shape[0]), counts)
+    down = plan.down
     out[("adaptive_ece",)], out[("adaptive_mce",)] = _weighted_fixed_bins(
-        conf[order], (~error[order]).astype(np.float64), bin_of, adaptive_counts.shape[0],
-        W[:, order], n)
-    trapezoid, mean_over_k = _weighted_aurc(error, conf, W, n)
+        plan.conf[down], (~plan.error[down]).astype(np.float64), bin_of, counts.shape[0],
+        W[:, down], n)
+    trapezoid, mean_over_k = _weighted_aurc(plan.error, plan.conf, W, n, down)
     out[("aurc", "trapezoid")] = trapezoid
     out[("aurc", "mean_over_k")] = mean_over_k
-    out[("eaurc",)] = trapezoid - optimal_aurc_real(n, W @ error.astype(np.float64))
-    out[("auarc",)] = _weighted_auarc(mean, y, W, n)
-    out[("misclassification_auroc",)] = _weighted_auroc(conf, ~error, W)
-    if detection:
-        is_target = y == 1
-        out[("detection_auroc",)] = _weighted_auroc(mean[:, 1], is_target, W)
-        pd_, achieved = _weighted_pd_at_far(mean[:, 1], is_target, W, fars)
+    out[("eaurc",)] = trapezoid - optimal_aurc_real(n, W @ plan.error.astype(np.float64))
+    out[("auarc",)] = _weighted_auarc(plan.mean, plan.y, W, n, plan.up)
+    out[("misclassification_auroc",)] = _weighted_auroc(plan.conf, ~plan.error, W, plan.up)
+    if plan.score is not None:
+        is_target = plan.y == 1
+        out[("detection_auroc",)] = _weighted_auroc(plan.score, is_target, W, plan.score_up)
+        pd_, achieved = _weighted_pd_at_far(plan.score, is_target, W, fars, plan.score_down)
         for i in range(len(fars)):
             out[("pd_at_far", i)] = pd_[:, i]
             out[("far_achieved", i)] = achieved[:, i]
@@ -844,15 +873,14 @@ def table_replicates(acc: BootstrapAccumulator, table: Any, mean: np.ndarray, y:
     T, class_weights, class_hits = acc.totals(unit=unit)
     values = sum_metrics(T, acc.layout, acc.hcs_classes, total_weight(class_weights))
     values |= recall_metrics(class_hits, class_weights)
-    detection = K == 2 and 0 < int(np.sum(y == 1)) < N
-    adaptive_counts = cal.adaptive_binning(mean, y).count
+    plan = _RankPlan(mean, y, detection=K == 2 and 0 < int(np.sum(y == 1)) < N)
     R = T.shape[0]
     rank: dict[tuple, np.ndarray] = {}
     group = max(1, _RANK_ELEMENTS // max(N, 1))
     for b0 in range(0, R, group):
         reps = range(b0, min(b0 + group, R))
         W = np.ones((1, N)) if unit else acc.point_weights(y, reps)
-        part = rank_metrics(mean, y, W, n_bins, fars, adaptive_counts, detection)
+        part = rank_metrics(plan, W, n_bins, fars)
         for key, v in part.items():
             rank.setdefault(key, np.empty(R))[b0:b0 + len(reps)] = v
     values |= rank
