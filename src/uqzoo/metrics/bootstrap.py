@@ -59,10 +59,14 @@ The interval is the percentile interval (Efron) at ``confidence``, default
 0.95: the (1 − c)/2 and (1 + c)/2 quantiles of the B replicate values, NaN
 replicates (a ratio with an empty denominator) left out.
 
-Cost: generating and applying the weights is O(B × N) -- about 20 ns per
-weight on one core, plus a matrix product over the per-point statistics;
-memory O(B × statistics + B × 4096) in the pass and O(N) per replicate at the
-end.
+Cost: O(B × N) time, memory O(B × statistics + B × block) in the stream and
+O(N × block) at the end. Measured on a shared 2-core machine with one BLAS
+thread: about 0.3 µs per point and replicate at N = 20,000 (B = 500 added 4 s
+to a 2.5 s evaluation) and 1 µs at N = 200,000 (B = 50 added 10 s), most of it
+in the sort-based rows; so a scene of 10⁶ pixels at B = 1000 takes of the
+order of a quarter of an hour, B = 200 a few minutes. (On an oversubscribed
+machine, OpenBLAS's own threads made the per-chunk products ten times
+slower: ``OPENBLAS_NUM_THREADS=1`` helps there.)
 
 References
 ----------
