@@ -79,7 +79,8 @@ def assert_matches_reference(post, mean_ref, sd_ref):
 @pytest.fixture(scope="module")
 def logistic():
     data = logistic_data()
-    return data, uz.MLPSpec(2, 2, hidden=()), quadrature_posterior(data)
+    # The quadrature reference puts N(0, 1) on every coefficient: the "iid" prior.
+    return data, uz.MLPSpec(2, 2, hidden=(), prior="iid"), quadrature_posterior(data)
 
 
 def test_logistic_regression_matches_quadrature(logistic):
@@ -379,7 +380,7 @@ def test_simulation_based_calibration():
     replicate = 0
     while len(ranks) < SBC_REPLICATES:
         replicate += 1
-        truth = {k: rng.normal(0, spec.prior_scale, size=s).astype(np.float32)
+        truth = {k: rng.normal(0, spec.prior_sd(k), size=s).astype(np.float32)
                  for k, s in spec.param_shapes().items()}
         X = rng.normal(size=(20, 1)).astype(np.float32)
         from uqzoo.nets.torch import predict_proba, to_tensors

@@ -1,9 +1,11 @@
 """``hmc``: the No-U-Turn sampler on the Bayesian MLP -- the reference posterior.
 
-Model: every weight and bias ~ N(0, prior_scale²) (``spec.prior_scale``), or,
-with ``hierarchical=True``, layer i's weights and biases ~ N(0, τ_i²) with
-τ_i ~ HalfNormal(prior_scale), written non-centred (w = τ_i · z, z ~ N(0, 1))
-because the centred form gives NUTS a funnel. Likelihood: Bernoulli on one
+Model: the spec's prior, each weight and bias ~ N(0, ``spec.prior_sd(key)``²)
+(prior_scale²/fan_in for weights under the default fan-in prior), or, with
+``hierarchical=True``, τ_i ~ HalfNormal(prior_scale) takes prior_scale's
+place in layer i (weights N(0, τ_i²/fan_in) or N(0, τ_i²), biases N(0, τ_i²)),
+written non-centred (w = τ_i · z, z ~ N(0, 1)) because the centred form gives
+NUTS a funnel. Likelihood: Bernoulli on one
 logit for two classes, categorical on K logits otherwise.
 
 NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
@@ -88,7 +90,7 @@ import numpy as np
 from uqzoo import predictive as engine
 from uqzoo._validation import _show
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
-from uqzoo.methods import _diagnostics
+from uqzoo.methods import _config, _diagnostics
 from uqzoo.methods._config import (
     check_chain_sizes,
     check_choice,
@@ -219,6 +221,10 @@ class Config:
         Pyro only: trace the potential energy with the PyTorch JIT.
     num_diagnostic_points : int
         Training points whose predictive probability gets R-hat and ESS.
+    class_weight : None, "balanced" or sequence of float
+        Reweight each training row's log-likelihood by its class's weight
+        (``"balanced"``: c_k = N / (K · n_k)), the same option and meaning as
+        in every method: see :class:`uqzoo.methods._trainer.OptimizerConfig`.
     """
 
     num_warmup: int = 500
@@ -237,9 +243,11 @@ class Config:
     chain_method: str = "parallel"
     jit_compile: bool = True
     num_diagnostic_points: int = 10
+    class_weight: str | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
+        set_("class_weight", _config.check_class_weight(self.class_weight))
         set_("num_warmup", check_iterations(self.num_warmup, "num_warmup", minimum=0))
         set_("num_samples", check_draws(self.num_samples, "num_samples"))
         set_("num_chains", check_members(self.num_chains, "num_chains"))
@@ -299,7 +307,8 @@ def _to_layout(spec: MLPSpec, hierarchical: bool,
     for key, shape in spec.param_shapes().items():
         layer = int(key.split(".")[1])
         tau = scales[..., layer].reshape(scales.shape[:-1] + (1,) * len(shape))
-        params[key] = (tau * np.asarray(z[key + "_std"], dtype=np.float64))
+        params[key] = tau * _fan_in_factor(spec, key) * np.asarray(z[key + "_std"],
+                                                                   dtype=np.float64)
     return params, scales
 
 
@@ -307,13 +316,13 @@ def _numpyro_model(spec: MLPSpec, hierarchical: bool):
     import numpyro
     import numpyro.distributions as dist
 
-    from uqzoo.nets.jax import log_likelihood
+    from uqzoo.nets.jax import forward_logits, log_likelihood, log_likelihood_terms
 
     shapes = spec.param_shapes()
 
     def model(X, y):
+        # y: the labels, or (labels, row weights) for a class-weighted likelihood
         params = {}
-        scale = spec.prior_scale
         for key, shape in shapes.items():
             layer = int(key.split(".")[1])
             if hierarchical:
@@ -322,13 +331,27 @@ def _numpyro_model(spec: MLPSpec, hierarchical: bool):
                                            dist.HalfNormal(spec.prior_scale))
                 std = numpyro.sample(key + "_std",
                                      dist.Normal(0.0, 1.0).expand(shape).to_event(len(shape)))
-                params[key] = scale * std
+                params[key] = scale * _fan_in_factor(spec, key) * std
             else:
                 params[key] = numpyro.sample(
-                    key, dist.Normal(0.0, scale).expand(shape).to_event(len(shape)))
-        numpyro.factor("log_likelihood", log_likelihood(spec, params, X, y))
+                    key, dist.Normal(0.0, spec.prior_sd(key)).expand(shape)
+                    .to_event(len(shape)))
+        if isinstance(y, tuple):
+            labels, weights = y
+            terms = log_likelihood_terms(spec, forward_logits(spec, params, X), labels)
+            numpyro.factor("log_likelihood", (weights * terms).sum(-1))
+        else:
+            numpyro.factor("log_likelihood", log_likelihood(spec, params, X, y))
 
     return model
+
+
+def _fan_in_factor(spec: MLPSpec, key: str) -> float:
+    """``prior_sd(key) / prior_scale``: 1/√fan_in for weights under the fan-in prior, else 1.
+
+    The hierarchical model's layer scale τ plays the part of ``prior_scale``.
+    """
+    return spec.prior_sd(key) / spec.prior_scale
 
 
 def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
@@ -344,7 +367,7 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
             if k.startswith("layer_scale."):
                 out[k] = np.log(np.abs(rng.normal(0.0, spec.prior_scale, size=s))).astype(dtype)
             else:
-                scale = 1.0 if cfg.hierarchical else spec.prior_scale
+                scale = 1.0 if cfg.hierarchical else spec.prior_sd(k)
                 out[k] = rng.normal(0.0, scale, size=s).astype(dtype)
         return out
     params = spec.init_params(int(rng.integers(2**63)))
@@ -355,7 +378,8 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
         if k.startswith("layer_scale."):
             out[k] = np.asarray(math.log(spec.prior_scale), dtype=dtype)
         else:
-            out[k] = (params[k[:-len("_std")]] / spec.prior_scale).astype(dtype)
+            key = k[:-len("_std")]
+            out[k] = (params[key] / (spec.prior_scale * _fan_in_factor(spec, key))).astype(dtype)
     return out
 
 
@@ -637,6 +661,8 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
                                cfg.max_tree_depth, cfg.dense_mass, cfg.float64, vectorized)
     X = X.astype(float_dtype)
     y = y.astype(np.int32)
+    weights = _config.row_weights(cfg.class_weight, y, spec.n_classes)
+    targets = y if weights is None else (y, weights.astype(float_dtype))
     t_start = time.perf_counter()
     if cfg.init == "map":
         progress.phase("MAP warm start")
@@ -663,9 +689,9 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
 
         with jax.enable_x64(cfg.float64):
             key = jax.random.wrap_key_data(key_data)
-            Xd, yd = X, y
+            Xd, yd = X, targets
             if device is not None:
-                z0, key, Xd, yd = jax.device_put((z0, key, X, y), device)
+                z0, key, Xd, yd = jax.device_put((z0, key, X, targets), device)
             t0 = time.perf_counter()
             state = program.init(z0, key, Xd, yd)
             # Compile the segment programs now, running zero iterations, so
@@ -766,11 +792,12 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
     # Copies: the dataset's arrays are read-only, which torch.as_tensor warns about.
     Xt = torch.tensor(np.array(X, dtype=float_dtype))
     yt = torch.tensor(np.array(y, dtype=np.int64))
+    weights = _config.row_weights(cfg.class_weight, y, spec.n_classes)
+    wt = None if weights is None else torch.tensor(weights.astype(float_dtype))
     shapes = spec.param_shapes()
 
     def model(X, y):
         params = {}
-        scale = torch.tensor(spec.prior_scale, dtype=dtype)
         for key, shape in shapes.items():
             layer = int(key.split(".")[1])
             if cfg.hierarchical:
@@ -780,16 +807,13 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
                                                                       dtype=dtype)))
                 std = pyro.sample(key + "_std", pdist.Normal(torch.zeros((), dtype=dtype), 1.0)
                                   .expand(shape).to_event(len(shape)))
-                params[key] = scale * std
+                params[key] = scale * _fan_in_factor(spec, key) * std
             else:
-                params[key] = pyro.sample(key, pdist.Normal(torch.zeros((), dtype=dtype), scale)
+                sd = torch.tensor(spec.prior_sd(key), dtype=dtype)
+                params[key] = pyro.sample(key, pdist.Normal(torch.zeros((), dtype=dtype), sd)
                                           .expand(shape).to_event(len(shape)))
-        logits = tnet.forward_logits(spec, params, X)
-        if spec.n_classes == 2:
-            z = logits[..., 0]
-            loglik = -torch.nn.functional.softplus(torch.where(y == 1, -z, z)).sum()
-        else:
-            loglik = torch.log_softmax(logits, -1).gather(-1, y[:, None]).sum()
+        terms = tnet.log_likelihood_terms(spec, tnet.forward_logits(spec, params, X), y)
+        loglik = (terms if wt is None else wt * terms).sum()
         pyro.factor("log_likelihood", loglik)
 
     chain_seeds = np.random.SeedSequence(seed).spawn(cfg.num_chains)
