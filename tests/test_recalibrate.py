@@ -408,3 +408,73 @@ def test_calibration_data_without_a_minimum_warn(n_pos):
     with pytest.warns(uz.ConvergenceWarning, match="found no minimum of the NLL"):
         fitted = uz.recalibrate(post, method="temperature", calibration=(X, y))
     assert not fitted.logit_transform.info["converged"]
+
+
+# -- the predictive paths outside the engine ---------------------------------------------------
+
+def test_the_nets_links_apply_the_transform():
+    import jax.numpy as jnp
+    import torch
+
+    from uqzoo.nets import jax as jnet
+    from uqzoo.nets import torch as tnet
+    for K in (2, 3):
+        spec = uz.MLPSpec(2, K, hidden=())
+        n_out = spec.n_outputs
+        transform = LogitTransform("vector", np.linspace(0.5, 1.5, n_out),
+                                   np.linspace(-0.2, 0.3, n_out))
+        z = np.random.default_rng(0).normal(size=(5, n_out))
+        want = tnet.logits_to_proba(spec, torch.as_tensor(transform.apply(z))).numpy()
+        got = tnet.logits_to_proba(spec, torch.as_tensor(z), transform).numpy()
+        # float64 throughout: a few ulps of the result
+        np.testing.assert_allclose(got, want, rtol=0, atol=8 * np.finfo(float).eps)
+        got_jax = np.asarray(jnet.logits_to_proba(spec, jnp.asarray(z, dtype=jnp.float32),
+                                                  transform))
+        # float32 in JAX: the map's and the link's rounding (a few ulps each)
+        np.testing.assert_allclose(got_jax, want, rtol=0, atol=8 * U32 * (1 + np.abs(z).max()))
+
+
+def test_mc_dropout_per_row_draws_see_the_transform():
+    from uqzoo.methods.mc_dropout import per_row_proba_draws
+    data = tiny_data(n_train=40, n_test=30)
+    spec = uz.MLPSpec(data.n_features, 2, hidden=(4,))
+    anchor = spec.init_params(seed=0)
+    draws = spec.init_params(seed=1, num=10)
+    common = dict(spec=spec, method="mc_dropout", config={}, seed=0, draws=draws,
+                  anchor=anchor, diagnostics={"dropout_rate": 0.2})
+    T = 2.5
+    raw = uz.Posterior(**common)
+    recal = uz.Posterior(**common, logit_transform=LogitTransform.from_temperature(T, 1))
+    p_raw = per_row_proba_draws(raw, data.X_test, num_samples=8, seed=3)[..., 1].astype(float)
+    p_recal = per_row_proba_draws(recal, data.X_test, num_samples=8, seed=3)[..., 1]
+    # the same masks (same seed): σ(logit(p)/T), with p's float32 rounding (a few
+    # ulps) carried through the logit (slope 1/(p(1-p))) and σ (slope ≤ 1/4)
+    want = special.expit(special.logit(p_raw) / T)
+    bound = 4 * U32 / (p_raw * (1 - p_raw)) / (4 * T) + 4 * U32
+    assert np.all(np.abs(p_recal - want) <= bound)
+
+
+def test_laplace_probit_mean_sees_the_transform():
+    from uqzoo.methods.laplace import probit_mean
+    data = tiny_data(n_train=60, n_test=25)
+    spec = uz.MLPSpec(data.n_features, 2, hidden=(3,))
+    # a Laplace posterior as the method stores it: MAP anchor, diagonal precision
+    P = spec.n_params
+    common = dict(spec=spec, method="laplace", config={}, seed=0,
+                  draws=spec.init_params(seed=1, num=4), anchor=spec.init_params(seed=0),
+                  diagnostics={"posterior_precision": np.linspace(0.5, 4.0, P),
+                               "subset_index": np.arange(P)})
+    w, b = 0.6, 0.25
+    post = uz.Posterior(**common)
+    recal = uz.Posterior(**common, logit_transform=LogitTransform("vector", [w], [b]))
+    X = np.asarray(data.X_test)
+    p0 = probit_mean(post, X)[:, 1]
+    # the raw probit mean σ(μ / √(1 + π v / 8)) and μ (the MAP's logit) give v
+    mu = forward64(spec, post.anchor, X)[0][:, 0]
+    s0 = special.logit(p0)
+    v = np.maximum((mu / s0) ** 2 - 1, 0) * 8 / math.pi
+    want = special.expit((w * mu + b) / np.sqrt(1 + math.pi * w**2 * v / 8))
+    got = probit_mean(recal, X)[:, 1]
+    keep = np.abs(s0) > 0.05               # v is ill-determined where μ / √(...) ≈ 0
+    # float64 throughout, v recovered through a division by s0
+    assert np.all(np.abs(got - want)[keep] <= 1e3 * np.finfo(float).eps / np.abs(s0[keep]))

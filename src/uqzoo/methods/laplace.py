@@ -581,6 +581,12 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
             # v = J P⁻¹ Jᵀ = ‖L⁻¹ Jᵀ‖² per output, P = L Lᵀ.
             half = solve_triangular(chol, J.reshape(n * n_out, -1).T, lower=True)
             var = np.sum(half * half, axis=0).reshape(n, n_out)
+        transform = posterior.logit_transform
+        if transform is not None:
+            # a recalibrated posterior: its linearised logit w f + b ~ N(w μ + b, w² v)
+            z = (z * torch.tensor(transform.scale.tolist(), dtype=z.dtype)
+                 + torch.tensor(transform.shift.tolist(), dtype=z.dtype))
+            var = var * transform.scale**2
         scaled = z / torch.as_tensor(np.sqrt(1.0 + math.pi * var / 8.0))
         out[start:start + chunk] = tnet.logits_to_proba(spec, scaled).numpy()
     return out

@@ -221,5 +221,6 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
             masks = [(torch.rand((num, rows.shape[0], width), generator=generator) >= rate)
                      / (1.0 - rate) for width in spec.hidden]
             logits = tnet.forward_logits(spec, params, rows, hidden_masks=masks)
-            out[:, start:start + chunk] = tnet.logits_to_proba(spec, logits).numpy()
+            out[:, start:start + chunk] = tnet.logits_to_proba(
+                spec, logits, posterior.logit_transform).numpy()
     return out

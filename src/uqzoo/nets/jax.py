@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 
 from uqzoo.spec import MLPSpec
+
+if TYPE_CHECKING:
+    from uqzoo.predictive import LogitTransform
 
 __all__ = ["forward_logits", "log_likelihood", "log_likelihood_terms", "log_prior",
            "logits_to_proba", "predict_proba"]
@@ -65,8 +69,16 @@ def forward_logits(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array,
     return h
 
 
-def logits_to_proba(spec: MLPSpec, logits: jax.Array) -> jax.Array:
-    """(..., N, n_outputs) logits to (..., N, K) probabilities."""
+def logits_to_proba(spec: MLPSpec, logits: jax.Array,
+                    transform: LogitTransform | None = None) -> jax.Array:
+    """(..., N, n_outputs) logits to (..., N, K) probabilities.
+
+    ``transform``: a posterior's recalibration map z ↦ scale · z + shift
+    (:class:`uqzoo.predictive.LogitTransform`), applied to the logits first.
+    """
+    if transform is not None:
+        logits = (logits * jnp.asarray(transform.scale, dtype=logits.dtype)
+                  + jnp.asarray(transform.shift, dtype=logits.dtype))
     if spec.n_classes == 2:
         return jnp.concatenate([jax.nn.sigmoid(-logits), jax.nn.sigmoid(logits)], axis=-1)
     return jax.nn.softmax(logits, axis=-1)

@@ -10,11 +10,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from uqzoo.spec import MLPSpec
+
+if TYPE_CHECKING:
+    from uqzoo.predictive import LogitTransform
 
 __all__ = [
     "MLP",
@@ -101,8 +105,17 @@ def log_prior(spec: MLPSpec, params: Mapping[str, torch.Tensor]) -> torch.Tensor
     return total
 
 
-def logits_to_proba(spec: MLPSpec, logits: torch.Tensor) -> torch.Tensor:
-    """(..., N, n_outputs) logits to (..., N, K) probabilities."""
+def logits_to_proba(spec: MLPSpec, logits: torch.Tensor,
+                    transform: LogitTransform | None = None) -> torch.Tensor:
+    """(..., N, n_outputs) logits to (..., N, K) probabilities.
+
+    ``transform``: a posterior's recalibration map z ↦ scale · z + shift
+    (:class:`uqzoo.predictive.LogitTransform`), applied to the logits first.
+    """
+    if transform is not None:
+        # copies: the transform's arrays are read-only, which torch cannot share
+        logits = (logits * torch.tensor(transform.scale.tolist(), dtype=logits.dtype)
+                  + torch.tensor(transform.shift.tolist(), dtype=logits.dtype))
     if spec.n_classes == 2:
         p = torch.sigmoid(logits)
         # sigmoid(-z) rather than 1 - sigmoid(z): exact in the tails.
