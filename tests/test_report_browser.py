@@ -128,3 +128,59 @@ def test_the_security_policy_blocks_what_the_report_never_needs(browser, scene_r
     logs = browser.get_log("browser")
     assert any(entry["level"] == "SEVERE" and "Content Security Policy" in entry["message"]
                for entry in logs), logs
+
+
+def _shifted_report(path):
+    """hsi-sim (small) under two perturbations; the fits are stand-ins (draws around a
+    logistic regression), chosen so that a ranking changes under noise."""
+    from sklearn.linear_model import LogisticRegression
+
+    from uqzoo import methods as method_registry
+    from uqzoo.posterior import Posterior
+
+    def fit(name, spec, data, seed=0, progress_bar=False, **config):
+        C, sd, draw_seed = {"laplace": (1.0, 0.3, 1), "ensemble": (0.05, 0.05, 2)}[name]
+        spec = uz.MLPSpec(data.n_features, 2, hidden=())
+        lr = LogisticRegression(C=C).fit(data.X_train, data.y_train)
+        rng = np.random.default_rng(draw_seed)
+        draws = {"layers.0.weight": lr.coef_[None] + sd * rng.normal(size=(40, 1, 8)),
+                 "layers.0.bias": lr.intercept_[None] + sd * rng.normal(size=(40, 1))}
+        return Posterior(spec=spec, method=name, config={}, seed=seed, draws=draws)
+
+    data = uz.datasets.load("hsi-sim", size=24, n_bands=8, seed=0, progress_bar=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(method_registry, "fit", fit)
+        result = uz.compare(data, ["laplace", "ensemble"], levels=(0.8,), copies=3,
+                            perturbations=["illumination:0.8-1.2", "noise:10-20"],
+                            progress_bar=False)
+    return uz.write_report(result, path, data=data), result
+
+
+def test_a_report_under_shift_shows_its_tables_figures_and_ranking_sentences(browser,
+                                                                           tmp_path):
+    path, result = _shifted_report(tmp_path / "shift.html")
+    browser.get(path.as_uri())
+    tables = browser.execute_script(
+        "return Array.from(document.querySelectorAll('table.shift')).map(t => "
+        "[t.dataset.perturbation, Array.from(t.tBodies[0].rows).map(r => r.dataset.method),"
+        " Array.from(t.tBodies[0].rows).map(r => r.cells.length),"
+        " t.querySelectorAll('thead tr:last-child th').length]);")
+    assert [t[0] for t in tables] == ["illumination:0.8-1.2", "noise:10-20"]
+    for _, rows, cells, headers in tables:
+        assert rows == ["laplace", "ensemble"] and all(n == headers for n in cells)
+    images = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.figs img'))"
+        ".filter(i => i.closest('figure').id.startsWith('shift-')).map(i => "
+        "[i.closest('figure').id, i.complete, i.naturalWidth, "
+        "i.getBoundingClientRect().width]);")
+    assert [i[0] for i in images] == ["shift-accuracy", "shift-ece", "shift-brier",
+                                      "shift-nll", "shift-coverage-0-8",
+                                      "shift-interval_width-0-8", "shift-detection_auroc"]
+    assert all(complete and width > 100 and shown > 100 for _, complete, width, shown in images)
+    shown = browser.find_element("id", "verdict").text.splitlines()
+    assert shown == list(uz.report.verdict(result).sentences)
+    assert result.ranking_changes and shown[-len(result.ranking_changes):] == list(
+        result.ranking_changes)
+    assert browser.execute_script(
+        "return performance.getEntriesByType('resource').length;") == 0
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -9,6 +9,7 @@
     uqzoo compare --config run.toml --out results/    # the whole run from a file
     uqzoo compare --config results/config.toml --out again/   # repeat it exactly
     uqzoo compare --dataset hsi-sim --perturb illumination:0.8-1.2 --copies 10 --out DIR
+    uqzoo compare --dataset hsi-sim --recalibrate temperature --out DIR
     uqzoo datasets | uqzoo methods
 
 ``--dataset`` is a built-in data set's name, or a file: a hyperspectral cube
@@ -251,6 +252,11 @@ def _cmd_compare(args) -> int:
     print(f"num_draws: posterior draws S per method (a common budget of {config.num_draws} "
           f"for methods that draw freely; one per member for ensembles); intervals: "
           f"{config.interval.replace('_', '-')}.")
+    if result.recalibration is not None:
+        rec = result.recalibration
+        print(f"recalibrated rows (METHOD+{rec['method']}): {rec['method']} scaling fitted on "
+              f"{rec['n_calibration']} training points held out; every method trained on "
+              f"the other {rec['n_fit']}.")
     for name, report in result.reports.items():
         for failure in report.failures:
             print(f"\nFAILED {name} ({failure.kind}): {failure.message}")
@@ -289,6 +295,7 @@ def _compare_config(args):
         return config, data
     dataset, options = _data_request(args)
     perturb, copies = _perturbations(args)     # checked before the data are read
+    recalibrate = _recalibration(args)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
     configs: dict[str, dict[str, Any]] = {}
@@ -319,7 +326,7 @@ def _compare_config(args):
         num_draws=None if args.num_draws is None else check_draws(args.num_draws,
                                                                     "--num-draws"),
         interval=args.interval, settings="full" if args.full else "quick",
-        perturb=perturb, copies=copies, target_prior=target_prior,
+        perturb=perturb, copies=copies, target_prior=target_prior, recalibrate=recalibrate,
         source="the command line")
     return config, data
 
@@ -349,6 +356,18 @@ def _perturbations(args) -> tuple[tuple[str, ...], int]:
     copies = DEFAULT_COPIES if args.copies is None else check_int(args.copies, "--copies",
                                                                   minimum=1)
     return labels, copies
+
+
+def _recalibration(args) -> str | None:
+    """--recalibrate, checked before the data are read; a bad one is a one-line error."""
+    if args.recalibrate is None:
+        return None
+    from uqzoo.recalibrate import RECALIBRATION_METHODS
+
+    if args.recalibrate not in RECALIBRATION_METHODS:
+        raise UqzooError(f"--recalibrate must be {' or '.join(RECALIBRATION_METHODS)} "
+                         f"(uz.recalibrate), got {args.recalibrate!r}")
+    return str(args.recalibrate)
 
 
 class _Unset(list):
@@ -561,6 +580,11 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                         "gaussian_noise, missing_features (uz.perturb; repeatable)")
     p.add_argument("--copies", type=int, default=None, metavar="K",
                    help="perturbed copies per --perturb (default 10)")
+    p.add_argument("--recalibrate", default=None, metavar="temperature|vector",
+                   help="also evaluate every method after post-hoc recalibration "
+                        "(uz.recalibrate), fitted on 20%% of the training data held out "
+                        "(every method then trains on the other 80%%); rows "
+                        "METHOD+temperature beside the originals")
     p.add_argument("--config", metavar="FILE.toml",
                    help="the whole run from a config file (see uqzoo.compare_config); "
                         "--out DIR writes the resolved one as DIR/config.toml")

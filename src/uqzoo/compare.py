@@ -126,6 +126,15 @@ class Comparison:
     ranking_changes : tuple of str
         One plain sentence per metric and perturbation whose order of methods
         changes under shift, with the values and how many copies agree.
+    recalibration : dict or None
+        With ``recalibrate``: how the recalibrated rows were made --
+        ``method`` (``"temperature"`` or ``"vector"``), ``calibration_fraction``,
+        ``seed``, ``n_calibration`` (training points held out to fit the map),
+        ``n_fit`` (training points every method and detector was fitted on)
+        and ``rows``: for each recalibrated row (``"laplace+temperature"``) the
+        row it recalibrates (``of``), the fitted map (``temperature``, or None
+        for vector scaling; ``scale``, ``shift``), whether a minimum was found
+        (``converged``) and the calibration NLL before and after.
     """
 
     table: pd.DataFrame
@@ -135,6 +144,7 @@ class Comparison:
     shift: pd.DataFrame | None = None
     rankings: pd.DataFrame | None = None
     ranking_changes: tuple[str, ...] = ()
+    recalibration: Mapping[str, Any] | None = None
 
     def __repr__(self) -> str:
         return format_table(self.table)
@@ -222,7 +232,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
             interval: str = "equal_tailed", perturbations: object = None,
             copies: int = 10, class_weight: object = None,
-            target_prior: object = None) -> Comparison:
+            target_prior: object = None, recalibrate: str | None = None) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -283,6 +293,19 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         labels' frequencies (the scene's prior, when the split keeps it), a
         sequence or dict gives it. None (default) evaluates the
         probabilities as fit.
+    recalibrate : {None, "temperature", "vector"}
+        Also evaluate every fitted posterior after post-hoc recalibration
+        (:func:`uqzoo.recalibrate`), as a row named ``"<method>+<recalibrate>"``
+        of kind ``"recalibrated"`` beside its original (in the table,
+        ``reports`` and ``posteriors``). The map is fitted on held-out data:
+        a stratified ``uqzoo.recalibrate.DEFAULT_CALIBRATION_FRACTION`` (20 %)
+        of the training set is split off first (:func:`uqzoo.calibration_split`
+        with ``seed``) and every method -- and classical detector -- is fitted
+        on the rest, so a recalibration is never fitted on points its network
+        trained on (which would leave it too confident). The original rows then
+        differ from a comparison without ``recalibrate``, which trains on all
+        points; :attr:`Comparison.recalibration` records the split. A target
+        prior is applied after the recalibration.
 
     Returns
     -------
@@ -344,6 +367,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
     # Made (and checked) before any fit, once for every method.
     shifted = _shift.prepare(perturbations, copies, seed, data)
+    fit_data, calibration, recalibration = _calibration_split(data, recalibrate, seed)
 
     rows, reports, posteriors = [], {}, {}
     options_of = {name: {**_draw_options(name, num_draws, configs.get(name, {})),
@@ -359,40 +383,99 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         _as_prior(target_prior, "target_prior", data.classes, data.n_classes)
     if class_weight is not None and not isinstance(class_weight, dict):
         check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
-    _say_long_fits(options_of, spec, data)
+    _say_long_fits(options_of, spec, fit_data)
     for name in names:
         options = options_of[name]
         start = time.perf_counter()
         with warnings.catch_warnings():
             # A non-converged fit is reported in the table, not raised.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            post = method_registry.fit(name, spec, data, seed=seed,
+            post = method_registry.fit(name, spec, fit_data, seed=seed,
                                        progress_bar=progress_bar, **options)
         fit_seconds = time.perf_counter() - start
-        if target_prior is not None:
-            post = prior_shift(post, target_prior)
-        report = evaluate(post, data, levels=levels, delta=delta, far=fars, interval=interval,
-                          perturbations=shifted)
-        posteriors[name], reports[name] = post, report
-        rows.append({"method": name, "kind": "posterior", "fit_seconds": fit_seconds,
-                     **report.to_dict()})
+        versions = [(name, "posterior", post, fit_seconds)]
+        if recalibration is not None:
+            start = time.perf_counter()
+            recalibrated = _recalibrated(post, recalibration, calibration, seed)
+            versions.append((f"{name}+{recalibration['method']}", "recalibrated",
+                             recalibrated, time.perf_counter() - start))
+            recalibration["rows"][versions[-1][0]] = _map_of(name, recalibrated)
+        for row_name, kind, version, seconds in versions:
+            if target_prior is not None:        # after the recalibration: it composes
+                version = prior_shift(version, target_prior)
+            report = evaluate(version, data, levels=levels, delta=delta, far=fars,
+                              interval=interval, perturbations=shifted)
+            posteriors[row_name], reports[row_name] = version, report
+            # the row's name, not the report's method (a recalibrated row shares it)
+            rows.append({**report.to_dict(), "method": row_name, "kind": kind,
+                         "fit_seconds": seconds})
     detector_results: dict[str, DetectorResult] = {}
     if detectors:
-        detector_rows, detector_results = _detector_rows(data, fars)
+        detector_rows, detector_results = _detector_rows(fit_data, fars)
         rows += detector_rows
     table = pd.DataFrame(rows).set_index("method")
     # True / False for fits, <NA> for detector rows (no failure check applies)
     table["failed"] = table["failed"].astype("boolean")
     cols = [c for c in _headline_columns(levels, data.p_true_test is not None,
                                          fars if data.n_classes == 2 else ())
-            if c in table.columns and (c != "kind" or detectors)]
+            if c in table.columns
+            and (c != "kind" or detectors or recalibration is not None)]
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
-                          detectors=detector_results)
+                          detectors=detector_results, recalibration=recalibration)
     shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
                        if r.shift is not None], ignore_index=True)
     ranked, changes = _shift.rankings(reports)
     return Comparison(table=table[cols + _shift.table_columns(cols, table.columns)],
                       reports=reports, posteriors=posteriors, detectors=detector_results,
                       shift=shift[["method", *_shift.SHIFT_COLUMNS]], rankings=ranked,
-                      ranking_changes=changes)
+                      ranking_changes=changes, recalibration=recalibration)
+
+
+def _calibration_split(data: Any, recalibrate: object, seed: int
+                       ) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(data to fit on, held-out calibration (X, y) or None, the recalibration record).
+
+    Checked before any fit. Without ``recalibrate`` the methods fit on all of ``data``.
+    """
+    if recalibrate is None:
+        return data, None, None
+    from uqzoo.recalibrate import (
+        DEFAULT_CALIBRATION_FRACTION,
+        RECALIBRATION_METHODS,
+        calibration_split,
+    )
+
+    if not isinstance(recalibrate, str) or recalibrate not in RECALIBRATION_METHODS:
+        raise InvalidInputError(
+            f"recalibrate must be None or one of "
+            f"{', '.join(repr(m) for m in RECALIBRATION_METHODS)} (uz.recalibrate), got "
+            f"{_show(recalibrate)}")
+    method = recalibrate
+    fit_data, (X, y) = calibration_split(data, DEFAULT_CALIBRATION_FRACTION, seed=seed)
+    record = {"method": method, "calibration_fraction": DEFAULT_CALIBRATION_FRACTION,
+              "seed": seed, "n_calibration": int(X.shape[0]), "n_fit": int(fit_data.n_train),
+              "rows": {}}
+    return fit_data, (X, y), record
+
+
+def _recalibrated(post: Any, recalibration: Mapping[str, Any], calibration: Any,
+                  seed: int) -> Any:
+    from uqzoo.recalibrate import recalibrate
+
+    with warnings.catch_warnings():
+        # A map fitted without a minimum is reported (recalibration rows, the
+        # report's verdict), not raised.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return recalibrate(post, method=recalibration["method"], seed=seed,
+                           calibration=calibration)
+
+
+def _map_of(name: str, post: Any) -> dict[str, Any]:
+    transform = post.logit_transform
+    info = transform.info
+    return {"of": name, "temperature": transform.temperature,
+            "scale": [float(v) for v in transform.scale],
+            "shift": [float(v) for v in transform.shift],
+            "converged": info.get("converged"), "nll_before": info.get("nll_before"),
+            "nll_after": info.get("nll_after")}

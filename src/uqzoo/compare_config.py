@@ -14,6 +14,7 @@ with their options, and the settings of the evaluation::
     perturb = ["illumination:0.8-1.2"]  # also evaluate under shift (uz.perturb); optional
     copies = 10                         # perturbed copies per perturbation
     target_prior = "train"              # move probabilities to the training prior; optional
+    recalibrate = "temperature"         # or "vector": also each method recalibrated; optional
 
     [data]
     dataset = "sim-teacher"             # a name (uz.datasets.names()) or a file
@@ -97,7 +98,7 @@ INTERVALS = ("equal_tailed", "order_statistic")
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
-                 "perturb", "copies", "target_prior")
+                 "perturb", "copies", "target_prior", "recalibrate")
 # Perturbed copies per perturbation when a config names perturbations.
 DEFAULT_COPIES = 10
 # Spec fields the data decide.
@@ -206,6 +207,10 @@ class CompareConfig:
     target_prior : "train", tuple of float or None
         The class prior every posterior's probabilities are moved to before
         evaluation (:func:`uqzoo.prior_shift`); None: as fit.
+    recalibrate : "temperature", "vector" or None
+        Also evaluate every method after post-hoc recalibration, fitted on a
+        held-out part of the training data (``uz.compare(recalibrate=...)``);
+        None: no recalibration.
     source : str
         Where the config came from (a file, or the command line); not compared.
     """
@@ -224,6 +229,7 @@ class CompareConfig:
     perturb: tuple[str, ...] = ()
     copies: int = DEFAULT_COPIES
     target_prior: str | tuple[float, ...] | None = None
+    recalibrate: str | None = None
     source: str = dataclasses.field(default="", compare=False)
 
     # -- what a run needs ------------------------------------------------------------
@@ -280,7 +286,8 @@ class CompareConfig:
                        progress_bar=progress_bar,
                        num_draws=DEFAULT_NUM_DRAWS if self.num_draws is None else self.num_draws,
                        interval=self.interval, perturbations=list(self.perturb) or None,
-                       copies=self.copies, target_prior=self.target_prior)
+                       copies=self.copies, target_prior=self.target_prior,
+                       recalibrate=self.recalibrate)
 
     # -- resolving and writing ------------------------------------------------------
 
@@ -326,6 +333,8 @@ class CompareConfig:
         if self.target_prior is not None:
             head["target_prior"] = (self.target_prior if isinstance(self.target_prior, str)
                                     else list(self.target_prior))
+        if self.recalibrate is not None:
+            head["recalibrate"] = self.recalibrate
         defaults = data_options(self.dataset)
         data = {"dataset": self.dataset}
         for key, value in self.data.items():
@@ -520,6 +529,15 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
     out.update(_read_perturb(head, path))
     if "target_prior" in head:
         out["target_prior"] = _read_target_prior(head["target_prior"], path)
+    if "recalibrate" in head:
+        from uqzoo.recalibrate import RECALIBRATION_METHODS
+
+        value = _check_str(head["recalibrate"], path, "compare.recalibrate")
+        if value not in (*RECALIBRATION_METHODS, _NONE):
+            raise InvalidInputError(f"{_where(path, 'compare.recalibrate')}: must be one of "
+                                    f"{', '.join(RECALIBRATION_METHODS)} (or \"{_NONE}\", or "
+                                    f"leave the key out, for no recalibration), got {value!r}")
+        out["recalibrate"] = None if value == _NONE else value
     return out
 
 

@@ -18,15 +18,26 @@ What the page holds, in reading order:
 1. a verdict generated from the numbers (:func:`verdict`): which fits failed
    or did not converge, which methods' intervals under- or over-cover the
    true probability beyond Monte Carlo error, which are best calibrated;
-2. the data and its train/test split;
+   with recalibration (``uz.compare(recalibrate=...)``), per method whether
+   it lowered the ECE and how coverage moved at each level; under shift
+   (``uz.compare(perturbations=...)``), every change of the methods' ranking
+   (:attr:`Comparison.ranking_changes`);
+2. the data and its train/test split (and the calibration split);
 3. the comparison table (:func:`report_table`): the columns of
    :attr:`Comparison.table` plus, per level, the High Confidence Set's size
    and its confident errors, the ECE variants and misclassification AUROC;
-4. reliability diagrams, coverage against the nominal level and width against
+   recalibrated rows (``laplace+temperature``) sit under their originals,
+   and a short table sets each beside its original (map, ECE, coverage,
+   width, NLL);
+4. under shift, one table per perturbation with each method's headline
+   metrics clean and as mean ± sd over the perturbed copies (the numbers of
+   :attr:`Comparison.shift`), and one error-bar figure per metric
+   (:func:`uqzoo.plots.shift_errorbars`);
+5. reliability diagrams, coverage against the nominal level and width against
    coverage (only when the true probabilities are known), risk–coverage
    curves, and for hyperspectral scenes the maps of probability, interval
    width and High Confidence Set of every method side by side;
-5. the run's settings, when given (``uqzoo compare`` passes its resolved
+6. the run's settings, when given (``uqzoo compare`` passes its resolved
    configuration, the file that repeats the run).
 
 The file is rendered whole in memory and written atomically
@@ -190,6 +201,12 @@ class Verdict:
         Whether the table had coverage columns (true probabilities known).
     sentences : tuple of str
         The verdict in words, in the order the report shows it.
+    recalibration_lowers_ece : dict of str to bool
+        For every method with a recalibrated row (kind ``"recalibrated"``,
+        named ``"<method>+<map>"``): whether the recalibrated ECE is lower.
+    ranking_changes : tuple of str
+        Under shift: the comparison's :attr:`~uqzoo.compare.Comparison.ranking_changes`
+        (also among the sentences).
     """
 
     failed: Mapping[str, str]
@@ -200,6 +217,8 @@ class Verdict:
     best_calibrated: tuple[str, ...]
     coverage_known: bool
     sentences: tuple[str, ...]
+    recalibration_lowers_ece: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    ranking_changes: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return "\n".join(self.sentences)
@@ -258,19 +277,20 @@ def verdict(result_or_table: Comparison | pd.DataFrame, *,
     from uqzoo.compare import Comparison
 
     if isinstance(result_or_table, Comparison):
-        table = report_table(result_or_table)
-    elif isinstance(result_or_table, pd.DataFrame):
-        table = result_or_table
-    else:
-        raise InvalidTypeError(f"result_or_table must be a Comparison or a pandas DataFrame, "
-                               f"got {_show(result_or_table)}")
-    return _judge(table, n_points, strict=True)
+        return _judge(report_table(result_or_table), n_points, strict=True,
+                      result=result_or_table)
+    if isinstance(result_or_table, pd.DataFrame):
+        return _judge(result_or_table, n_points, strict=True)
+    raise InvalidTypeError(f"result_or_table must be a Comparison or a pandas DataFrame, "
+                           f"got {_show(result_or_table)}")
 
 
 def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None, *,
-           strict: bool) -> Verdict:
+           strict: bool, result: Comparison | None = None) -> Verdict:
     """The verdict of a table; without ``strict``, coverage without known N is shown
-    as not judged instead of raising."""
+    as not judged instead of raising. A comparison adds what the table cannot say:
+    the fitted recalibration maps and the ranking changes under shift."""
+    whole = table
     if "kind" in table.columns:
         table = table[table["kind"].astype(str) != "detector"]
     names = [str(n) for n in table.index]
@@ -375,11 +395,124 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None, *,
                              f"better){left_out}: {head}.")
         elif failed:
             sentences.append("No method is left to rank by calibration: every fit failed.")
+    maps = dict((result.recalibration or {}).get("rows", {})) if result is not None else {}
+    lowers, recalibrated = _recalibration_sentences(whole, maps)
+    sentences += recalibrated
+    changes = tuple(result.ranking_changes) if result is not None else ()
+    if result is not None:
+        sentences += _shift_sentences(result)
     return Verdict(failed=failed, not_converged=not_converged,
                    under_cover={k: tuple(v) for k, v in under.items()},
                    over_cover={k: tuple(v) for k, v in over.items()},
                    cover_as_claimed=tuple(claimed), best_calibrated=tuple(ranked),
-                   coverage_known=coverage_known, sentences=tuple(sentences))
+                   coverage_known=coverage_known, sentences=tuple(sentences),
+                   recalibration_lowers_ece=lowers, ranking_changes=changes)
+
+
+def _recalibration_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """(recalibrated row, its original) for every row of kind "recalibrated" named
+    "<original>+<map>" whose original is in the table."""
+    if "kind" not in table.columns:
+        return []
+    names = [str(n) for n in table.index]
+    out = []
+    for name, kind in zip(names, table["kind"], strict=True):
+        original = name.rpartition("+")[0]
+        if str(kind) == "recalibrated" and original in names:
+            out.append((name, original))
+    return out
+
+
+_MAP_NAMES = {"temperature": "Temperature scaling", "vector": "Vector scaling"}
+
+
+def _map_text(name: str, fitted: Mapping[str, Any] | None) -> str:
+    """"temperature scaling (T = 1.83)", from a row of Comparison.recalibration."""
+    kind = name.rpartition("+")[2]
+    what = _MAP_NAMES.get(kind, f"Recalibration ({kind})")
+    if not fitted:
+        return what
+    temperature = fitted.get("temperature")
+    if temperature is not None and _finite(temperature):
+        return f"{what} (T = {float(temperature):.3g})"
+    scale, shift = fitted.get("scale") or [], fitted.get("shift") or []
+    if 0 < len(scale) <= 3:
+        return (f"{what} (w = {', '.join(f'{float(w):.3g}' for w in scale)}; "
+                f"b = {', '.join(f'{float(b):.3g}' for b in shift)})")
+    return what
+
+
+def _recalibration_sentences(table: pd.DataFrame, maps: Mapping[str, Mapping[str, Any]]
+                             ) -> tuple[dict[str, bool], list[str]]:
+    """Per recalibrated method: did the ECE fall, and how did coverage move at each level."""
+    lowers: dict[str, bool] = {}
+    sentences: list[str] = []
+    coverage = sorted((float(m.group(1)), str(c)) for c in table.columns
+                      if (m := _COVERAGE_COLUMN.match(str(c))))
+    widths = sorted((float(m.group(1)), str(c)) for c in table.columns
+                    if (m := re.match(r"^interval_width@([0-9.eE+-]+)$", str(c))))
+    for name, original in _recalibration_pairs(table):
+        before, after = table.loc[original], table.loc[name]
+        if "ece" not in table.columns or not (_finite(before["ece"]) and _finite(after["ece"])):
+            continue
+        ece_before, ece_after = float(before["ece"]), float(after["ece"])
+        lowers[original] = ece_after < ece_before
+        fitted = maps.get(name)
+        how = _map_text(name, fitted)
+        verb = "lowers" if lowers[original] else "does not lower"
+        text = (f"{how} {verb} the ECE of {original}: {ece_before:.4f} → {ece_after:.4f} "
+                f"({name})")
+        moves = []
+        for level, column in coverage:
+            a, b = before[column], after[column]
+            if not (_finite(a) and _finite(b)):
+                continue
+            a, b = float(a), float(b)
+            toward = ("closer to" if abs(b - level) < abs(a - level) else
+                      "further from" if abs(b - level) > abs(a - level) else "as far from")
+            moves.append(f"at {level:g} {a:.3f} → {b:.3f} ({toward} nominal)")
+        if moves:
+            text += f"; coverage of the true probability {_names(moves)}"
+        elif widths:
+            shown = [f"at {level:g} {float(before[c]):.3f} → {float(after[c]):.3f}"
+                     for level, c in widths if _finite(before[c]) and _finite(after[c])]
+            if shown:
+                text += (f"; coverage is not known (no true probabilities), interval width "
+                         f"{_names(shown)}")
+        text += "."
+        if fitted and fitted.get("converged") is False:
+            text += (" Its map found no minimum of the calibration NLL (calibration data "
+                     "separated perfectly, or uninformative): treat it with care.")
+        sentences.append(text)
+    return lowers, sentences
+
+
+def _shift_sentences(result: Comparison) -> list[str]:
+    """What was shifted, then the ranking changes (or that there are none)."""
+    if result.shift is None:
+        return []
+    counts = {label: _copies_of(result, label)
+              for label in dict.fromkeys(result.shift.perturbation.astype(str))}
+    named = _names([f"{label} ({n} copies)" for label, n in counts.items()])
+    sentences = [f"Under shift, {named}: every method was evaluated again on the same "
+                 "perturbed copies of the test set; \u201cUnder shift\u201d shows each "
+                 "headline metric clean and as mean ± sd over the copies."]
+    shifted = set(result.shift.method.astype(str))
+    if result.ranking_changes:
+        sentences += list(result.ranking_changes)
+    elif len(shifted) >= 2:
+        sentences.append("No ranking of the methods by a headline metric changes under "
+                         "shift.")
+    return sentences
+
+
+def _copies_of(result: Comparison, label: str) -> int:
+    """Copies made of one perturbation (those of the first report evaluated under shift)."""
+    for report in result.reports.values():
+        copies = getattr(report, "shift_copies", None)
+        if copies is not None:
+            return int(copies["copy"][copies.perturbation == label].nunique())
+    return int(result.shift.k[result.shift.perturbation == label].max())  # type: ignore[union-attr]
 
 
 def _point_counts(table: pd.DataFrame, names: Sequence[str],
@@ -432,6 +565,8 @@ td.under{background:#fde2e1}td.over{background:#e1ecfd}td.ok{background:#e3f5e6}
 tr.failed th,tr.failed td{color:#9b1c1c}tr.failed th::after{content:" ✗"}
 tr.detector th,tr.detector td{color:#5b6577;font-style:italic}
 td.na{color:#aab2bf}
+tr.recalibrated th[scope=row]{padding-left:1.3rem;font-weight:normal}
+table.shift td.sd{color:#3d4656}table.shift td.clean{color:#5b6577}
 .figs{display:flex;flex-wrap:wrap;gap:1rem}
 figure{margin:0;background:#fff;border:1px solid #d8dde6;border-radius:4px;padding:.4rem}
 figure img{display:block;max-width:100%;height:auto}
@@ -450,8 +585,9 @@ _CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
 # column -> (group, header, description) of the report table; per-level columns
 # are keyed by their prefix.
 _COLUMNS: dict[str, tuple[str, str, str]] = {
-    "kind": ("fit", "kind", "posterior (a fitted method) or detector (a classical "
-             "detector: scores only)"),
+    "kind": ("fit", "kind", "posterior (a fitted method), recalibrated (that posterior "
+             "after temperature or vector scaling fitted on held-out training data; its fit "
+             "s is the recalibration's) or detector (a classical detector: scores only)"),
     "num_draws": ("fit", "S", "posterior draws S (one per member for ensembles and "
                   "bootstraps)"),
     "fit_seconds": ("fit", "fit s", "wall-clock seconds to fit"),
@@ -599,8 +735,8 @@ def _table_html(table: pd.DataFrame, judged: Verdict) -> str:
         classes = []
         if "failed" in table.columns and _is_true(row["failed"]):
             classes.append("failed")
-        if "kind" in table.columns and str(row["kind"]) == "detector":
-            classes.append("detector")
+        if "kind" in table.columns and str(row["kind"]) in ("detector", "recalibrated"):
+            classes.append(str(row["kind"]))
         cells = []
         for column, _, _, _ in columns:
             css = ""
@@ -675,6 +811,13 @@ def _describe_data(data: Any, result: Comparison) -> str:
                               if _is_plain(v))
             if shown:
                 items.append(("options", shown))
+        if result.recalibration:
+            rec = result.recalibration
+            items.append(("calibration split",
+                          f"{rec['n_calibration']:,} training points "
+                          f"({float(rec['calibration_fraction']):.0%} of each class, seed "
+                          f"{rec['seed']}) held out to fit {rec['method']} scaling; every "
+                          f"method and detector trained on the other {rec['n_fit']:,}"))
         truth = ("known (simulated): coverage of the true probability is judged"
                  if data.p_true_test is not None else
                  "unknown: coverage cannot be judged, only calibration and selective risk")
@@ -733,6 +876,152 @@ def _split_text(meta: Mapping, options: object) -> str:
         shape = tuple(int(s) for s in meta["image_shape"])
         parts.append(f"scene {shape[0]}×{shape[1]} pixels")
     return "; ".join(parts)
+
+
+def _recalibration_html(result: Comparison, table: pd.DataFrame) -> str:
+    """Each recalibrated row beside its original: the map, ECE, coverage, width, NLL."""
+    pairs = _recalibration_pairs(table)
+    if not pairs:
+        return ""
+    maps = dict((result.recalibration or {}).get("rows", {}))
+    levels = _levels_of(table)
+    columns = [("ece", "ECE")] + [
+        (f"{prefix}@{level:g}", f"{header} {level:g}") for level in levels
+        for prefix, header in (("coverage", "coverage"), ("interval_width", "width"))
+        if f"{prefix}@{level:g}" in table.columns] + [("nll", "NLL")]
+    columns = [(c, h) for c, h in columns if c in table.columns]
+    head = ('<tr><th scope="col">method</th><th scope="col">map</th>'
+            + "".join(f'<th scope="col">{_e(h)}: before → after</th>' for _, h in columns)
+            + "</tr>")
+    body = []
+    for name, original in pairs:
+        cells = []
+        for column, _ in columns:
+            a, b = table.loc[original, column], table.loc[name, column]
+            text = (f"{float(a):.4f} → {float(b):.4f}" if _finite(a) and _finite(b)
+                    else "—")
+            full = [repr(float(v)) if _finite(v) else "" for v in (a, b)]
+            cells.append(f'<td data-key="{_e(column)}" data-before="{_e(full[0])}" '
+                         f'data-after="{_e(full[1])}">{_e(text)}</td>')
+        body.append(f'<tr data-method="{_e(original)}" data-recalibrated="{_e(name)}">'
+                    f'<th scope="row">{_e(original)}</th>'
+                    f"<td>{_e(_map_text(name, maps.get(name)))}</td>{''.join(cells)}</tr>")
+    rec = result.recalibration or {}
+    where = (f" fitted on {rec['n_calibration']:,} training points held out from every fit"
+             if rec else "")
+    return (f'<h2 id="recalibration">Recalibration</h2><p>Each method beside its '
+            f"recalibrated self (the rows <code>METHOD+MAP</code> of the table above): the map"
+            f"{_e(where)}, applied to every posterior draw's logits, and what it does to the "
+            f"calibration and to the credible intervals. The verdict says it in words.</p>"
+            f'<div class="scroll"><table id="recalibration-table"><thead>{head}</thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _headline_column(key: str) -> tuple[str, str]:
+    """(header, description) of a headline key such as "ece" or "coverage@0.8"."""
+    name, at, level = key.partition("@")
+    _, header, description = _COLUMNS.get(name + at, ("", key, ""))
+    if at:
+        return f"{header} {level}", description.replace("{L}", level)
+    return header, description
+
+
+def _shift_row(shift: pd.DataFrame, key: str) -> pd.Series | None:
+    """The row of one method's and perturbation's ``Comparison.shift`` that a headline key
+    reads: the first of its metric (and level) over all classes, as ``to_dict`` reads the
+    clean table, or the metric's one row of a class (detection AUROC: class 1)."""
+    metric, at, level = key.partition("@")
+    rows = shift[shift.metric == metric]
+    if at:
+        rows = rows[np.isclose(rows.level.astype(float).fillna(-1.0), float(level))]
+    else:
+        rows = rows[rows.level.isna()]
+    pooled = rows[rows["class"].isna()]
+    if not pooled.empty:
+        return pooled.iloc[0]
+    return rows.iloc[0] if len(rows) == 1 else None
+
+
+def _shift_cells(key: str, row: pd.Series | None, n_copies: int) -> str:
+    """The clean and the shifted cell of one headline key; the numbers in full in data-*."""
+    if row is None:
+        return (f'<td class="na" data-key="{_e(key)}">—</td>'
+                f'<td class="na" data-key="{_e(key)}">—</td>')
+    clean, mean, sd, k = float(row["clean"]), float(row["mean"]), float(row["sd"]), int(row["k"])
+    clean_text = f"{clean:.4f}" if math.isfinite(clean) else "—"
+    if k == 0:
+        shifted = "n/a"
+    elif not math.isfinite(sd):
+        shifted = f"{mean:.4f} (1 copy)"
+    else:
+        shifted = f"{mean:.4f} ± {sd:.4f}" + (f" ({k} of {n_copies})" if k < n_copies else "")
+    data = (f'data-key="{_e(key)}" data-clean="{_e(repr(clean))}" '
+            f'data-mean="{_e(repr(mean))}" data-sd="{_e(repr(sd))}" data-k="{k}"')
+    return (f'<td class="clean" data-key="{_e(key)}">{_e(clean_text)}</td>'
+            f'<td class="shifted" {data}>{_e(shifted)}</td>')
+
+
+def _shift_html(result: Comparison) -> str:
+    """"Under shift": a table per perturbation (clean, mean ± sd over the copies) and one
+    error-bar figure per headline metric."""
+    from uqzoo import _shift, plots
+
+    if result.shift is None or result.shift.empty:
+        return ""
+    shift = result.shift
+    reports = {name: rep for name, rep in result.reports.items()
+               if getattr(rep, "shift_copies", None) is not None}
+    methods = [str(m) for m in dict.fromkeys(shift.method)]
+    first = next(iter(reports.values()), None)
+    keys = (_shift.headline_keys(first.to_dict(), first.levels) if first is not None else [])
+    if not keys:
+        return ""
+    failed = set()
+    if "failed" in result.table.columns:
+        failed = {str(n) for n, v in result.table["failed"].items() if _is_true(v)}
+    parts = ['<h2 id="shift">Under shift</h2>',
+             "<p>Every method was evaluated again on perturbed copies of the test set "
+             "(<code>uz.perturb</code>), the same copies for every method. Per headline "
+             "metric: its value on the clean test set, and its mean ± standard deviation "
+             "over the copies (how far the metric moves with the acquisition conditions; "
+             "not a standard error). Where the ranking of the methods changes, the verdict "
+             "says so.</p>"]
+    headers = [_headline_column(key) for key in keys]
+    for label in dict.fromkeys(shift.perturbation.astype(str)):
+        n_copies = _copies_of(result, label)
+        truth = ""
+        if first is not None and first.shift_copies is not None:
+            sub = first.shift_copies[first.shift_copies.perturbation == label]
+            truth = ", ".join(dict.fromkeys(str(t) for t in sub.p_true))
+        sub = shift[shift.perturbation.astype(str) == label]
+        head = ['<tr class="group"><th></th>' + "".join(
+            f'<th colspan="2" scope="colgroup" title="{_e(desc)}">{_e(header)}</th>'
+            for header, desc in headers) + "</tr>",
+                '<tr><th scope="col">method</th>' + "".join(
+            '<th scope="col">clean</th><th scope="col">shifted</th>' for _ in keys) + "</tr>"]
+        body = []
+        for method in methods:
+            rows = sub[sub.method.astype(str) == method]
+            cells = "".join(_shift_cells(key, _shift_row(rows, key), n_copies)
+                            for key in keys)
+            css = ' class="failed"' if method in failed else ""
+            body.append(f'<tr{css} data-method="{_e(method)}"><th scope="row">{_e(method)}'
+                        f"</th>{cells}</tr>")
+        truth_text = f"; true probabilities of the copies: {truth}" if truth else ""
+        parts.append(f'<h3 id="shift-{_e(_slug(label))}">{_e(label)}: {n_copies} copies'
+                     f"{_e(truth_text)}</h3>"
+                     f'<div class="scroll"><table class="shift" id="shift-table-'
+                     f'{_e(_slug(label))}" data-perturbation="{_e(label)}"><thead>'
+                     f'{"".join(head)}</thead><tbody>{"".join(body)}</tbody></table></div>')
+    figs = []
+    for key, (header, _) in zip(keys, headers, strict=True):
+        fig = plots.shift_errorbars(reports, key)
+        figs.append(_figure(fig, f"{key} clean and under shift, per method",
+                            f"<b>{_e(header)}</b>: black, the clean value; coloured, the mean "
+                            "over each perturbation's copies with ±1 sd bars.",
+                            f"shift-{_slug(key)}", small=True))
+    parts.append(f'<div class="figs">{"".join(figs)}</div>')
+    return "".join(parts)
 
 
 def _figures_html(result: Comparison, data: Any) -> str:
@@ -824,7 +1113,7 @@ def render_report(result: Comparison, *, data: Any = None, title: str | None = N
         raise InvalidTypeError(f"settings must be a string (e.g. TOML text), got "
                                f"{_show(settings)}")
     table = report_table(result)
-    judged = _judge(table, None, strict=False)
+    judged = _judge(table, None, strict=False, result=result)
     data_name = str(getattr(data, "name", "")) if data is not None else ""
     heading = title if title is not None else (
         f"Which uncertainty to trust on {data_name}?" if data_name
@@ -858,6 +1147,8 @@ generated {_e(generated)}.</p>
 {_describe_data(data, result)}
 <h2 id="table">Comparison</h2>
 {_table_html(table, judged)}
+{_recalibration_html(result, table)}
+{_shift_html(result)}
 {_figures_html(result, data)}
 {settings_html}
 <footer>Made by uqzoo {_e(uqzoo.__version__)}. This page is self-contained: figures are
