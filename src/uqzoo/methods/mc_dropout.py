@@ -50,6 +50,13 @@ class Config(_trainer.TrainingConfig):
         the rate uqzoo's comparisons have always used; Gal & Ghahramani (2016)
         choose p per data set on validation data, which is worth doing for
         yours. Without dropout there is no posterior, so 0 is an error.
+        Measured on development data (sim-teacher, gaussian-mixture,
+        nonlinear-logistic, seeds 100-102, n_train 1000, 2×10 tanh fan-in
+        spec), p = 0.05 / 0.1 / 0.2 / 0.3 / 0.5 give a held-out NLL of
+        0.339 / 0.348 / 0.360 / 0.371 / 0.398 and 80 % intervals covering
+        p_true at 0.34 / 0.46 / 0.49 / 0.50 / 0.57: the validation-likelihood
+        rule would pick the smallest rate, coverage the largest; 0.1 is kept
+        between them.
     num_samples : int
         S, the number of mask draws (default 200).
     optimizer, learning_rate, momentum, num_epochs, batch_size, validation_fraction, patience
