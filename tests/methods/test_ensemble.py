@@ -1,4 +1,4 @@
-"""Deep ensemble: members differ only by initialisation; seeded; saves and loads."""
+"""Deep ensemble: members differ by initialisation and minibatch order; seeded; saves and loads."""
 
 from __future__ import annotations
 
@@ -37,21 +37,33 @@ def test_draws_are_the_members(post, data):
     assert post.config["num_members"] == 3 and post.seed == 3
 
 
-def test_members_differ_only_by_initialisation(post, spec, data):
-    """Retraining member m alone from its recorded initialisation gives member m."""
+def test_members_differ_by_initialisation_and_minibatch_order(post, spec, data):
+    """Retraining member m alone from its recorded initialisation and its own
+    minibatch key gives member m: nothing else distinguishes the members."""
     config = ensemble.Config(**OPTIONS)
+    assert config.batch_size == ensemble.DEFAULT_BATCH_SIZE < data.n_train
     seeds = [int(s) for s in post.diagnostics["init_seeds"]]
     assert len(set(seeds)) == 3
+    # fit_members spawns (split, init, keys, resample) from the fit seed.
+    key_seeds = _trainer.member_seeds(np.random.SeedSequence(3).spawn(4)[2], 3)
     for m, seed in enumerate(seeds):
-        # Full batch without dropout: the key is unused, any will do.
         alone = _trainer.train(spec, data.X_train, data.y_train,
                                {k: v[None] for k, v in spec.init_params(seed).items()},
-                               config, keys=_trainer.member_keys([12345]))
+                               config, keys=_trainer.member_keys([key_seeds[m]]))
         for k in spec.param_shapes():
             np.testing.assert_allclose(post.draws[k][m], alone.params[k][0], atol=1e-5)
     # ... and the members are genuinely different networks.
     w = post.draws["layers.0.weight"]
     assert np.abs(w[0] - w[1]).max() > 1e-2
+
+
+def test_default_batch_falls_back_to_full_batch_on_small_data(spec):
+    small = uz.datasets.load("sim-teacher", n_train=60, n_test=10, seed=0)
+    post = uz.fit("ensemble", spec, small, seed=0, progress_bar=False, **OPTIONS)
+    assert post.config["batch_size"] == 100 and post.diagnostics["batch_size_used"] == 60
+    with pytest.raises(uz.InvalidInputError, match="batch_size must be at most the 60"):
+        uz.fit("ensemble", spec, small, seed=0, progress_bar=False, batch_size=64,
+               num_members=2, num_epochs=5)
 
 
 def test_same_seed_same_draws_other_seed_other_draws(post, spec, data):

@@ -737,7 +737,8 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
 def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_members: int,
                 dropout: float = 0.0, resample: Callable | None = None,
                 learning_rates: np.ndarray | None = None, hook: Any = None,
-                progress_bar: bool = False, desc: str = "train") -> tuple[TrainResult, dict]:
+                progress_bar: bool = False, desc: str = "train",
+                default_batch_size: int | None = None) -> tuple[TrainResult, dict]:
     """Seeded training of ``num_members`` MAP networks on ``data``'s training rows.
 
     The seed is split (``numpy.random.SeedSequence.spawn``) into: the
@@ -749,17 +750,25 @@ def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_
     resample : callable, optional
         ``resample(y_train, num_members, rng) -> counts (M, N)``; the counts become
         the per-member data weights (the bootstrap).
+    default_batch_size : int, optional
+        The method's default batch size: when ``config.batch_size`` is this
+        default and exceeds the rows left for training, train full batch
+        instead of raising (a batch size the user chose still must fit).
 
     Returns
     -------
     (TrainResult, info)
-        ``info`` holds ``init_seeds``, ``train_index``, ``val_index`` and ``counts``.
+        ``info`` holds ``init_seeds``, ``train_index``, ``val_index``, ``counts``
+        and ``batch_size``, the batch size used (None: full batch).
     """
     ss_split, ss_init, ss_keys, ss_resample = np.random.SeedSequence(seed).spawn(4)
     X, y = data.X_train, data.y_train
     train_idx, val_idx = split_validation(len(y), _early_stopping(config)[0],
                                           np.random.default_rng(ss_split))
     X_tr, y_tr = X[train_idx], y[train_idx]
+    if (default_batch_size is not None and config.batch_size == default_batch_size
+            and default_batch_size >= len(y_tr)):
+        config = dataclasses.replace(config, batch_size=None)
     init_seeds = member_seeds(ss_init, num_members)
     init = {k: np.stack([spec.init_params(s)[k] for s in init_seeds])
             for k in spec.param_shapes()}
@@ -778,7 +787,7 @@ def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_
                    learning_rates=learning_rates, hook=hook, progress_bar=progress_bar,
                    desc=desc)
     info = {"init_seeds": init_seeds, "train_index": train_idx, "val_index": val_idx,
-            "counts": counts}
+            "counts": counts, "batch_size": config.batch_size}
     return result, info
 
 
