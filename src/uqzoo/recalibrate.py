@@ -64,6 +64,7 @@ from uqzoo._validation import (
 )
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 from uqzoo.predictive import LOGIT_TRANSFORMS, LogitTransform, logit_draws
+from uqzoo.spec import MLPSpec
 
 __all__ = ["DEFAULT_CALIBRATION_FRACTION", "RECALIBRATION_METHODS", "LogitTransform",
            "calibration_split", "recalibrate"]
@@ -187,26 +188,22 @@ def _calibration_data(posterior: Any, data: Any, calibration: object,
              "n_calibration": int(pick.sum())})
 
 
-def _mean_predictive_nll(z: Any, y: Any, binary: bool, log_S: float) -> Any:
+def _mean_predictive_nll(spec: MLPSpec, z: Any, y: Any, log_S: float) -> Any:
     """Mean over points of −log (1/S) Σ_s p_s(y), from transformed logits (S, n, n_out)."""
     import torch
-    if binary:
-        sign = (2.0 * y - 1.0).to(z.dtype)                         # +1 for y = 1, −1 for y = 0
-        log_p = -torch.nn.functional.softplus(-sign * z[..., 0])   # (S, n)
-    else:
-        log_p = torch.log_softmax(z, dim=-1).gather(
-            -1, y.expand(z.shape[0], -1).unsqueeze(-1))[..., 0]
+
+    from uqzoo.nets.torch import log_likelihood_terms
+    log_p = log_likelihood_terms(spec, z, y)                          # (S, n)
     return -(torch.logsumexp(log_p, dim=0) - log_S).mean()
 
 
-def _fit_transform(logits: np.ndarray, y: np.ndarray, method: str
+def _fit_transform(spec: MLPSpec, logits: np.ndarray, y: np.ndarray, method: str
                    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Minimise the posterior-mean NLL over the map's parameters; (scale, shift, info)."""
     import torch
     S, _, n_out = logits.shape
     z = torch.as_tensor(logits, dtype=torch.float64)
     labels = torch.as_tensor(y, dtype=torch.int64)
-    binary = n_out == 1
     log_S = math.log(S)
     if method == "temperature":
         params = [torch.zeros(1, dtype=torch.float64, requires_grad=True)]   # log T
@@ -221,7 +218,7 @@ def _fit_transform(logits: np.ndarray, y: np.ndarray, method: str
             return z * params[0] + params[1]
 
     with torch.no_grad():
-        before = float(_mean_predictive_nll(z, labels, binary, log_S))
+        before = float(_mean_predictive_nll(spec, z, labels, log_S))
     optimizer = torch.optim.LBFGS(params, lr=1.0, max_iter=_MAX_ITERATIONS,
                                   tolerance_grad=_GRADIENT_TOLERANCE,
                                   tolerance_change=1e-15, history_size=20,
@@ -229,7 +226,7 @@ def _fit_transform(logits: np.ndarray, y: np.ndarray, method: str
 
     def closure() -> Any:
         optimizer.zero_grad()
-        loss = _mean_predictive_nll(transform(), labels, binary, log_S)
+        loss = _mean_predictive_nll(spec, transform(), labels, log_S)
         loss.backward()
         return loss
 
@@ -238,7 +235,7 @@ def _fit_transform(logits: np.ndarray, y: np.ndarray, method: str
     gradient = max(float(p.grad.abs().max()) for p in params)       # type: ignore[union-attr]
     iterations = int(optimizer.state[params[0]].get("n_iter", 0))
     still_falls = _still_falls(params, float(loss.detach()),
-                               lambda: _mean_predictive_nll(transform(), labels, binary, log_S))
+                               lambda: _mean_predictive_nll(spec, transform(), labels, log_S))
     if method == "temperature":
         temperature = float(torch.exp(params[0]).detach())
         scale, shift = np.full(n_out, 1.0 / temperature), np.zeros(n_out)
@@ -354,7 +351,7 @@ def recalibrate(posterior: Any, data: Any = None, method: str = "temperature", *
     X, y, info = _calibration_data(posterior, data, calibration, calibration_fraction, seed)
     draws = posterior._subset(num_samples, seed)
     logits = logit_draws(posterior.spec, draws, X, anchor=posterior._anchor())
-    scale, shift, fit_info = _fit_transform(logits, y, method)
+    scale, shift, fit_info = _fit_transform(posterior.spec, logits, y, method)
     info = {"method": method, "seed": seed, **info,
             "objective": "NLL of the posterior-mean predictive",
             "num_samples": int(logits.shape[0]), **fit_info}
