@@ -46,10 +46,10 @@ def test_seed_study_mirrors_the_paper():
     assert study.levels == (0.5, 0.8, 0.9, 0.95)
     assert study.replicates >= 20
     assert {m.name for m in study.methods} == set(uz.methods.names())
-    assert {d.name for d in study.datasets} == {"sim-teacher", "nonlinear-logistic",
-                                                "gaussian-mixture"}
+    assert {d.name for d in study.datasets} == {"sim-teacher", "gaussian-mixture"}
+    assert study.spec["prior"] == "iid"      # the teacher's prior: well specified
     settings = {(t.dataset, t.setting) for t in tasks}
-    assert len(tasks) == len(settings) * len(study.methods) * study.replicates == 1680
+    assert len(tasks) == len(settings) * len(study.methods) * study.replicates == 280
     for task in tasks:
         config = task.config
         assert config["dataset"]["options"]["n_test"] >= 2000
@@ -89,7 +89,7 @@ def test_cluster_driver_dry_run():
                            "--jobs", "4", "--scheduler", "pbs"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "seed_study: 1680 tasks; 4 pbs jobs × 16 workers = 64 workers" in done.stdout
+    assert "seed_study: 280 tasks; 4 pbs jobs × 16 workers = 64 workers" in done.stdout
 
 
 def test_readmes_list_the_experiments_and_mark_missing_results():
