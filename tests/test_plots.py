@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 from uqzoo import plots
 from uqzoo.datasets import ClassificationData
@@ -67,6 +68,14 @@ def test_coverage_and_risk_coverage_plots(tmp_path, reports):
     cov_ax = fig.axes[0]
     assert len(cov_ax.get_legend().get_texts()) == 3    # band + two methods
     fig.savefig(tmp_path / "coverage.png")
+    own = Figure()
+    axes = own.subplots(1, 2)                      # a numpy array, as plt.subplots gives
+    assert plots.coverage_plot(reps, ax=axes) is own
+    assert plots.coverage_plot(reps, ax=list(axes)) is own
+    with pytest.raises(InvalidTypeError, match="pair of matplotlib Axes"):
+        plots.coverage_plot(reps, ax=axes[0])
+    with pytest.raises(InvalidTypeError, match="pair of matplotlib Axes"):
+        plots.coverage_plot(reps, ax=(axes[0], "x"))
     fig = plots.risk_coverage_plot(reps)
     assert len(fig.axes[0].get_lines()) == 2
     fig.savefig(tmp_path / "rc.png")

@@ -172,9 +172,13 @@ def coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
         fig = Figure(figsize=(10, 4.5), layout="constrained")
         ax_cov, ax_width = fig.subplots(1, 2)
     else:
-        if not isinstance(ax, Sequence) or len(ax) != 2:
-            raise InvalidTypeError("ax must be a pair (coverage axes, width axes)")
-        ax_cov, ax_width = ax
+        from matplotlib.axes import Axes
+        # A list, a tuple or the array ``plt.subplots(1, 2)`` returns.
+        pair = list(np.ravel(np.asarray(ax, dtype=object))) if not isinstance(ax, Axes) else []
+        if len(pair) != 2 or not all(isinstance(a, Axes) for a in pair):
+            raise InvalidTypeError(f"ax must be a pair of matplotlib Axes (coverage axes, width "
+                                   f"axes), e.g. plt.subplots(1, 2)[1]; got {_show(ax)}")
+        ax_cov, ax_width = pair
         fig = _figure_of(ax_cov)
     n_min = min(rep.n_points for rep in reports.values())
     grid = np.linspace(0.01, 0.99, 99)
