@@ -155,3 +155,48 @@ def test_run_task_is_pure(tiny_study):
     np.testing.assert_equal(first["levels"], second["levels"])
     assert first["fit_config"]["num_epochs"] == 30
     assert np.isfinite([row["coverage"] for row in first["levels"]]).all()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_interrupting_the_driver_stops_its_workers(tiny_study, tmp_path):
+    """SIGINT to the driver alone (as ``kill -INT`` sends it, not to the whole group
+    as a terminal's Ctrl-C does) ends the run at once: the workers are terminated,
+    not waited for while they finish tasks whose results nobody will store."""
+    store = tmp_path / "interrupted.sqlite"
+    command = [sys.executable, "-m", "uqzoo.cli", "study", "run", str(tiny_study),
+               "--store", str(store), "--workers", "2", "--threads", "1", "--no-progress"]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and process.poll() is None:
+            children = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True,
+                                      text=True).stdout.split()
+            if len(children) >= 3:                         # driver + 2 spawned workers
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)                                    # the workers are busy with tasks
+        process.send_signal(signal.SIGINT)
+        # Waiting for the running tasks took 20-25 s here (worker start-up and
+        # compilation included); terminating them takes well under a second.
+        # 8 s leaves a loaded machine room without letting a wait pass.
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            process.poll()                                 # reap the driver once it exits
+            if not _group_alive(process.pid):
+                break
+            time.sleep(0.1)
+        assert not _group_alive(process.pid), "the interrupted run waited for its workers"
+    finally:
+        if _group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0 and b"interrupted" in stderr, stderr.decode()[-2000:]

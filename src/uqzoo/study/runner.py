@@ -352,6 +352,13 @@ def _run_local(tasks: Sequence[Task], workers: int,
     finally:
         # On an error or Ctrl-C, queued tasks are cancelled and nobody waits for
         # the running ones: what finished is already in the store.
+        if not clean:
+            # Running tasks would otherwise go on for minutes in orphaned workers
+            # that only a terminal's Ctrl-C (sent to the whole process group)
+            # stops; their results could no longer be stored. (Python 3.14 has
+            # ProcessPoolExecutor.terminate_workers for this.)
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
         pool.shutdown(wait=clean, cancel_futures=not clean)
 
 
