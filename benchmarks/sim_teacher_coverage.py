@@ -1,8 +1,8 @@
 """Coverage and width of each method's credible intervals where the truth is known.
 
-Superseded by ``coverage_table.py`` (all seven methods through ``uz.compare`` on
-one draw budget, well- and mis-specified truths, several seeds with Monte Carlo
-errors); kept for the method variants below and the figures in
+Superseded by the seed study, ``experiments/seed_study`` (all seven methods on
+one draw budget, well- and mis-specified truths, 20 replicates with Monte
+Carlo errors); kept for the method variants below and the figures in
 benchmarks/README.md that it produced.
 
 For every method in ``METHODS`` (default configurations unless noted), fit on
