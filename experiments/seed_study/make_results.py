@@ -61,10 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     results = uz.study.load(args.store)
     results = results[results.task_id.isin(ids)]
     summary = uz.study.summarize(results)
-    # Fit time is skewed (compilation in a worker's first task): a median besides the mean.
-    medians = (results.drop_duplicates("task_id").groupby(["dataset", "method"])
+    # Fit time is skewed (compilation in a worker's first task): the median over all
+    # of a method's tasks, besides the per-setting means.
+    medians = (results.drop_duplicates("task_id").groupby("method")
                .fit_seconds.median().rename("fit_seconds_median").reset_index())
-    summary = summary.merge(medians, on=["dataset", "method"], how="left")
+    summary = summary.merge(medians, on="method", how="left")
     args.out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(args.out / "summary.csv", index=False)
     for name, fig in [("coverage", plots.coverage_plot(summary)),
