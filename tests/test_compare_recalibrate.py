@@ -14,14 +14,13 @@ import importlib
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.linear_model import LogisticRegression
 
 import uqzoo as uz
+from _stand_ins import stand_in_fit
 from uqzoo import methods as method_registry
 from uqzoo.cli import main
 from uqzoo.compare_config import CompareConfig, read_config
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.posterior import Posterior
 from uqzoo.recalibrate import DEFAULT_CALIBRATION_FRACTION
 
 compare_module = importlib.import_module("uqzoo.compare")
@@ -30,24 +29,6 @@ LEVELS = (0.8, 0.95)
 TINY_SCENE = ["--dataset", "hsi-sim", "--data-option", "size=24", "--data-option", "n_bands=8"]
 SMALL_TABLE = ["--dataset", "sim-teacher", "--data-option", "n_train=200",
                "--data-option", "n_test=300"]
-# method -> (inverse regularisation C, sd of the draws around the fit, seed)
-STAND_INS = {"laplace": (1.0, 0.3, 1), "ensemble": (0.05, 0.05, 2)}
-
-
-def stand_in_fit(name, spec, data, seed=0, progress_bar=False, **config):
-    """Draws around a logistic regression of the training data: fast, deterministic."""
-    C, sd, draw_seed = STAND_INS[name]
-    spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=())
-    lr = LogisticRegression(C=C).fit(data.X_train, data.y_train)
-    rng = np.random.default_rng(draw_seed)
-    draws = {"layers.0.weight": lr.coef_[None] + sd * rng.normal(size=(40, *lr.coef_.shape)),
-             "layers.0.bias": lr.intercept_[None]
-             + sd * rng.normal(size=(40, *lr.intercept_.shape))}
-    prior = np.bincount(data.y_train, minlength=data.n_classes) / data.n_train
-    return Posterior(spec=spec, method=name, config={}, seed=seed, draws=draws,
-                     diagnostics={"class_prior": prior})
-
-
 @pytest.fixture
 def stand_ins(monkeypatch):
     """Stand-in fits; records the training data every fit saw."""

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
 
 import uqzoo as uz
+from _stand_ins import stand_in_fit
 from uqzoo import _shift
 from uqzoo import methods as method_registry
 from uqzoo.posterior import Posterior
@@ -23,23 +23,6 @@ from uqzoo.posterior import Posterior
 PERTURBATIONS = ["illumination:0.8-1.2", "noise:10-20"]
 COPIES = 3
 LEVELS = (0.8,)
-# method -> (inverse regularisation C, sd of the draws around the fit, seed)
-STAND_INS = {"laplace": (1.0, 0.3, 1), "ensemble": (0.05, 0.05, 2)}
-
-
-def stand_in_fit(name, spec, data, seed=0, progress_bar=False, **config):
-    """Draws around a logistic regression of the training data: fast, deterministic."""
-    C, sd, draw_seed = STAND_INS[name]
-    spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=())
-    lr = LogisticRegression(C=C).fit(data.X_train, data.y_train)
-    rng = np.random.default_rng(draw_seed)
-    draws = {"layers.0.weight": lr.coef_[None] + sd * rng.normal(size=(40, *lr.coef_.shape)),
-             "layers.0.bias": lr.intercept_[None] + sd * rng.normal(size=(40, 1))}
-    prior = np.bincount(data.y_train, minlength=2) / data.n_train
-    return Posterior(spec=spec, method=name, config={}, seed=seed, draws=draws,
-                     diagnostics={"class_prior": prior})
-
-
 @pytest.fixture(scope="module")
 def shifted(tmp_path_factory):
     """hsi-sim (small), two methods, evaluated clean and under two perturbations."""
