@@ -17,9 +17,10 @@ from scipy import optimize, special, stats
 import uqzoo as uz
 from _float32_reference import U32, forward64, proba64
 from uqzoo.datasets import ClassificationData
-from uqzoo.predictive import LogitTransform, logit_draws
+from uqzoo.predictive import logit_draws
 from uqzoo.recalibrate import calibration_split
 from uqzoo.testing import tiny_data
+from uqzoo.transform import LogitTransform
 
 # A seeded statistical check may fail by chance with this probability at most.
 FALSE_ALARM = 1e-4

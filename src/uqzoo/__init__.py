@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "load_posterior": "uqzoo.io",
     "fit": "uqzoo.methods",
     "Posterior": "uqzoo.posterior",
-    "LogitTransform": "uqzoo.predictive",
+    "LogitTransform": "uqzoo.transform",
     "PredictiveSummary": "uqzoo.predictive",
     "proba_draws": "uqzoo.predictive",
     "summarize": "uqzoo.predictive",
@@ -108,9 +108,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.io import load_posterior
     from uqzoo.methods import fit
     from uqzoo.posterior import Posterior
-    from uqzoo.predictive import LogitTransform, PredictiveSummary, proba_draws, summarize
+    from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
     from uqzoo.prior_shift import prior_shift
     from uqzoo.recalibrate import calibration_split, recalibrate
     from uqzoo.report import write_report
     from uqzoo.sklearn import UQClassifier
     from uqzoo.spec import MLPSpec
+    from uqzoo.transform import LogitTransform

@@ -55,19 +55,11 @@ DEFAULT_NUM_DRAWS = 1000
 def _draw_options(name: str, num_draws: int, config: Mapping[str, Any]) -> dict[str, Any]:
     """The options that make method ``name`` emit ``num_draws`` posterior draws.
 
-    Methods whose draws are free to make (a sampler, a variational or
-    Gaussian approximation, dropout masks) get the common budget; ensembles
-    and bootstraps are left alone, as each draw is a trained network (their
-    ``num_members`` default is already enough for every default level).
-    Options the caller set in ``configs`` win.
+    Each method's ``Config.budget_options`` says how (or that its draws are
+    trained networks, to which the budget does not apply); options the
+    caller set in ``configs`` win.
     """
-    if name == "hmc":
-        # HMC's total is split evenly over its chains: round up to a multiple.
-        chains = int(config.get("num_chains", method_registry.get("hmc").Config().num_chains))
-        return {"num_samples": chains * -(-num_draws // chains)}
-    if name in ("mfvi", "mc_dropout", "swag", "laplace"):
-        return {"num_samples": num_draws}
-    return {}
+    return dict(method_registry.get(name).Config.budget_options(num_draws, config))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

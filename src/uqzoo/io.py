@@ -963,7 +963,7 @@ def _upgrade_format_1(attrs: dict[str, Any], diagnostics: dict[str, Any]) -> Non
 def _logit_transform(text: str | None, spec) -> Any:
     """The recalibration map of the root attribute ``logit_transform`` (absent: None)."""
     from uqzoo.errors import InvalidInputError
-    from uqzoo.predictive import LogitTransform
+    from uqzoo.transform import LogitTransform
 
     if text is None:
         return None

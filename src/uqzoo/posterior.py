@@ -19,6 +19,7 @@ from uqzoo import predictive as engine
 from uqzoo._validation import _show, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
+from uqzoo.transform import check_transform
 
 __all__ = ["PREDICTIVES", "Posterior"]
 
@@ -166,7 +167,7 @@ class Posterior:
             set_(self, "converged", bool(self.converged))
         if self.classes is not None:
             set_(self, "classes", _check_classes(self.classes, self.spec.n_classes))
-        engine._check_transform(self.spec, self.logit_transform)
+        check_transform(self.spec, self.logit_transform)
 
     # -- predictions ------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ only the prior changed (p(x | y) is the same; Saerens, Latinne & Decaestecker
 On the logits that is a shift: log(π'_k / π_k) added to logit k of a softmax,
 or log(π'_1 / π'_0) − log(π_1 / π_0) to the one logit of a sigmoid. uqzoo
 applies it to every posterior draw's logits (the posterior's
-:class:`~uqzoo.predictive.LogitTransform`), so means, credible intervals and
+:class:`~uqzoo.transform.LogitTransform`), so means, credible intervals and
 High Confidence Sets all refer to the new prior, and the shifted posterior
 saves and loads like any other.
 """
@@ -122,7 +122,7 @@ def prior_shift(posterior: Any, prior: object, *, from_prior: object = None) -> 
     True
     """
     from uqzoo.posterior import Posterior
-    from uqzoo.predictive import LogitTransform
+    from uqzoo.transform import LogitTransform
 
     if not isinstance(posterior, Posterior):
         raise InvalidTypeError(f"posterior must be a Posterior, got {_show(posterior)}")

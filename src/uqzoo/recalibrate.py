@@ -63,8 +63,9 @@ from uqzoo._validation import (
     check_seed,
 )
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
-from uqzoo.predictive import LOGIT_TRANSFORMS, LogitTransform, logit_draws
+from uqzoo.predictive import logit_draws
 from uqzoo.spec import MLPSpec
+from uqzoo.transform import LOGIT_TRANSFORMS, LogitTransform
 
 __all__ = ["DEFAULT_CALIBRATION_FRACTION", "RECALIBRATION_METHODS", "LogitTransform",
            "calibration_split", "recalibrate"]

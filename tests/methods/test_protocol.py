@@ -29,6 +29,15 @@ def _module(**attrs):
 class FrozenConfig:
     rate: float = 0.1
 
+    @classmethod
+    def budget_options(cls, num_draws, options):
+        return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class NoBudgetConfig:
+    rate: float = 0.1
+
 
 @dataclasses.dataclass
 class MutableConfig:
@@ -46,6 +55,7 @@ def positional_seed_fit(spec, data, config, seed, progress_bar=True):
 @pytest.mark.parametrize(("attrs", "message"), [
     ({"fit": good_fit}, "Config"),
     ({"Config": MutableConfig, "fit": good_fit}, "frozen dataclass"),
+    ({"Config": NoBudgetConfig, "fit": good_fit}, "budget_options"),
     ({"Config": FrozenConfig}, "fit"),
     ({"Config": FrozenConfig, "fit": positional_seed_fit}, "signature"),
 ])

@@ -23,8 +23,9 @@ import functools
 import importlib
 import inspect
 import time
+from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from uqzoo.datasets import ClassificationData
@@ -47,6 +48,17 @@ REGISTRY: dict[str, str] = {
 }
 
 
+class MethodConfig(Protocol):
+    """What the registry and :func:`uqzoo.compare` need of a method's ``Config``:
+    a (frozen) dataclass with ``budget_options``."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def budget_options(cls, num_draws: int,
+                       options: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
 class Method(Protocol):
     """The contract every posterior approximator module meets.
 
@@ -55,7 +67,12 @@ class Method(Protocol):
     Config : type
         A frozen dataclass of the method's hyper-parameters, each with a
         documented default; ``__post_init__`` validates them and raises uqzoo
-        errors naming the field, the value and what is allowed.
+        errors naming the field, the value and what is allowed. Its
+        classmethod ``budget_options(num_draws, options) -> dict`` names the
+        options that make the method emit ``num_draws`` posterior draws
+        (``{}`` where each draw is a trained network), so that
+        :func:`uqzoo.compare` gives every method the same draw budget
+        without knowing any method by name.
 
     Notes
     -----
@@ -69,7 +86,7 @@ class Method(Protocol):
     method can tell. ``uqzoo.testing.check_method`` checks all of it.
     """
 
-    Config: type
+    Config: type[MethodConfig]
 
     def fit(self, spec: MLPSpec, data: ClassificationData, config: Any, *, seed: int,
             progress_bar: bool = True) -> Posterior: ...
@@ -82,6 +99,9 @@ def _check_protocol(name: str, module: ModuleType) -> None:
             and config.__dataclass_params__.frozen):                  # type: ignore[attr-defined]
         raise TypeError(f"method module {module.__name__} ({name!r}) must define Config "
                         f"as a frozen dataclass")
+    if not callable(getattr(config, "budget_options", None)):
+        raise TypeError(f"{module.__name__}.Config must define the classmethod "
+                        f"budget_options(num_draws, options)")
     fit_fn = getattr(module, "fit", None)
     if not callable(fit_fn):
         raise TypeError(f"method module {module.__name__} ({name!r}) must define fit()")

@@ -82,6 +82,7 @@ import math
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -272,6 +273,12 @@ class Config:
         set_("jit_compile", check_bool(self.jit_compile, "jit_compile"))
         set_("num_diagnostic_points", check_int(self.num_diagnostic_points,
                                                 "num_diagnostic_points", minimum=1))
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``num_draws`` rounded up to a multiple of the chains, which share it evenly."""
+        chains = int(options.get("num_chains", cls().num_chains))
+        return {"num_samples": chains * -(-num_draws // chains)}
 
     @property
     def draws_per_chain(self) -> int:

@@ -41,8 +41,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -110,6 +110,11 @@ class Config(_trainer.TrainingConfig):
     prior_tuning: str = "scalar"
     predictive: str = "glm"
     num_samples: int = 1000
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options that make this method emit ``num_draws`` posterior draws."""
+        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -26,6 +26,8 @@ representing model uncertainty in deep learning. ICML.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +67,11 @@ class Config(_trainer.TrainingConfig):
 
     dropout: float = 0.1
     num_samples: int = 200
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options that make this method emit ``num_draws`` posterior draws."""
+        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -36,7 +36,7 @@ import functools
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -123,6 +123,11 @@ class Config:
     convergence_rtol: float = 1e-3
     backend: str = "numpyro"
     class_weight: str | tuple[float, ...] | None = None
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options that make this method emit ``num_draws`` posterior draws."""
+        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)

@@ -70,7 +70,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -331,6 +332,11 @@ class Config(_trainer.OptimizerConfig):
     covariance: str = "lowrank"
     num_runs: int = 1
     num_samples: int = 100
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options that make this method emit ``num_draws`` posterior draws."""
+        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         super().__post_init__()

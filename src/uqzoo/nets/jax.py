@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from uqzoo.spec import MLPSpec
 
 if TYPE_CHECKING:
-    from uqzoo.predictive import LogitTransform
+    from uqzoo.transform import LogitTransform
 
 __all__ = ["forward_logits", "log_likelihood", "log_likelihood_terms", "log_prior",
            "logits_to_proba", "predict_proba"]
@@ -74,7 +74,7 @@ def logits_to_proba(spec: MLPSpec, logits: jax.Array,
     """(..., N, n_outputs) logits to (..., N, K) probabilities.
 
     ``transform``: a posterior's recalibration map z ↦ scale · z + shift
-    (:class:`uqzoo.predictive.LogitTransform`), applied to the logits first.
+    (:class:`uqzoo.transform.LogitTransform`), applied to the logits first.
     """
     if transform is not None:
         logits = (logits * jnp.asarray(transform.scale, dtype=logits.dtype)

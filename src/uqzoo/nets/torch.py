@@ -18,7 +18,7 @@ from torch import nn
 from uqzoo.spec import MLPSpec
 
 if TYPE_CHECKING:
-    from uqzoo.predictive import LogitTransform
+    from uqzoo.transform import LogitTransform
 
 __all__ = [
     "MLP",
@@ -110,7 +110,7 @@ def logits_to_proba(spec: MLPSpec, logits: torch.Tensor,
     """(..., N, n_outputs) logits to (..., N, K) probabilities.
 
     ``transform``: a posterior's recalibration map z ↦ scale · z + shift
-    (:class:`uqzoo.predictive.LogitTransform`), applied to the logits first.
+    (:class:`uqzoo.transform.LogitTransform`), applied to the logits first.
     """
     if transform is not None:
         # copies: the transform's arrays are read-only, which torch cannot share
