@@ -190,8 +190,11 @@ def test_integer_weights_are_repeated_points():
 def test_the_oracle_aurc_matches_the_integer_one():
     n = 57
     E = np.arange(0, n + 1)
-    got = boot.optimal_aurc_real(np.full(E.shape, float(n)), E.astype(float))
+    got = sel.optimal_aurc_real(np.full(E.shape, float(n)), E.astype(float))
     want = [sel.optimal_aurc(n, int(e)) for e in E]
+    np.testing.assert_allclose(got, want, rtol=0, atol=64 * n * EPS)
+    got = sel.optimal_aurc_real(np.full(E.shape, float(n)), E.astype(float), "mean_over_k")
+    want = [sel.optimal_aurc(n, int(e), "mean_over_k") for e in E]
     np.testing.assert_allclose(got, want, rtol=0, atol=64 * n * EPS)
 
 

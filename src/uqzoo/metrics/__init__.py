@@ -26,6 +26,7 @@ from uqzoo.metrics.detection import (
     DetectionROC,
     PdAtFar,
     clopper_pearson,
+    detection_auroc,
     detection_roc,
     pd_at_far,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "clopper_pearson",
     "coverage",
     "credible_interval",
+    "detection_auroc",
     "detection_roc",
     "eaurc",
     "ece",

@@ -34,12 +34,16 @@ class draws total weight 0 (probability e^{−n_k}), its points keep weight 1.
 Sums and ratios of sums are exact streaming: accuracy, per-class recall,
 balanced accuracy, Brier, NLL, mean entropies, interval width and coverage,
 every equal-width ECE/MCE/RMSCE bin total (top-label, positive-class,
-class-wise) and every HCS count. Metrics that need a global sort are
-computed at the end, per replicate, as **weighted** versions on the kept
-(N, K) posterior-mean probabilities -- sorted once, then cumulative weighted
-sums -- each reducing exactly to the unweighted metric when all weights are
-1, and, for integer weights, to the metric of the sample in which point i
-appears w_i times:
+class-wise) and every HCS count; the binned errors and recalls of those
+totals are the metric modules' own formulas (``calibration.bin_errors``,
+``calibration.classwise_errors``, ``selective.class_recalls``). Metrics that
+need a global sort are computed at the end, per replicate, on the kept
+(N, K) posterior-mean probabilities by the same functions that implement
+each metric's ``sample_weight`` (frequency weights, as scikit-learn's), with
+the sorts made once per evaluation (``_RankPlan``) and the replicates'
+weights as (G, N) matrices. Each reduces to the unweighted metric when all
+weights are 1 and, for integer weights, to the metric of the sample in which
+point i appears w_i times:
 
 - misclassification and detection AUROC: weighted Mann–Whitney, ties ½;
 - AURC (tie-aware trapezoid; the mean-over-k form through harmonic numbers
@@ -87,11 +91,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from uqzoo._validation import check_float, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics import calibration as cal
+from uqzoo.metrics import detection as det
+from uqzoo.metrics import selective as sel
+from uqzoo.metrics._common import ratio, total_weight
 from uqzoo.metrics.uncertainty import entropy_of
 
 __all__ = ["DEFAULT_CONFIDENCE", "BootstrapAccumulator", "BootstrapResult", "PoissonWeights",
@@ -111,7 +117,6 @@ _BLOCK_ELEMENTS = 2**22
 _RANK_ELEMENTS = 2**21
 # Distinguishes the bootstrap's random stream from every other use of a seed.
 _STREAM = 0x626F6F74                    # "boot"
-_EULER_GAMMA = 0.5772156649015329
 
 
 def _poisson_thresholds() -> np.ndarray:
@@ -455,23 +460,6 @@ class BootstrapAccumulator:
 
 # -- metrics from totals (vectorised over R replicates) -----------------------------------------
 
-def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(b > 0, a / np.where(b > 0, b, 1.0), np.nan)
-
-
-def _bin_errors(count: np.ndarray, conf: np.ndarray, outcome: np.ndarray, n: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ECE, MCE, RMSCE) of (R, bins) totals and total weights n (R,), as
-    CalibrationBins.errors()."""
-    filled = count > 0
-    gap = np.abs(_ratio(outcome, count) - _ratio(conf, count))
-    gap = np.where(filled, gap, 0.0)
-    weight = count / n[:, None]
-    mce = np.where(filled.any(axis=1), np.max(np.where(filled, gap, -np.inf), axis=1), np.nan)
-    return (np.sum(weight * gap, axis=1), mce, np.sqrt(np.sum(weight * gap**2, axis=1)))
-
-
 def sum_metrics(T: np.ndarray, layout: _Layout, hcs_classes: Sequence[int], n: np.ndarray
                 ) -> dict[tuple, np.ndarray]:
     """Replicate values of the sum-based rows, keyed (metric, kind, level index, class).
@@ -479,7 +467,7 @@ def sum_metrics(T: np.ndarray, layout: _Layout, hcs_classes: Sequence[int], n: n
     ``n`` (R,): each replicate's total weight (N when stratified).
     """
     lay = layout
-    K, nb = lay.K, lay.n_bins
+    K = lay.K
     out: dict[tuple, np.ndarray] = {}
 
     def col(name: str) -> np.ndarray:
@@ -492,14 +480,11 @@ def sum_metrics(T: np.ndarray, layout: _Layout, hcs_classes: Sequence[int], n: n
     if lay.with_entropy:
         out[("mean_mutual_information",)] = col("mi")[:, 0] / n
     for kind in ("top", "pos") if K == 2 else ("top",):
-        e, m, r = _bin_errors(col(f"{kind}_count"), col(f"{kind}_conf"),
-                              col(f"{kind}_outcome"), n)
+        e, m, r = cal.bin_errors(col(f"{kind}_count"), col(f"{kind}_conf"),
+                                 col(f"{kind}_outcome"), n)
         out[("ece", kind)], out[("mce", kind)], out[("rmsce", kind)] = e, m, r
-    count = col("classwise_count").reshape(-1, K, nb)
-    conf = col("classwise_conf").reshape(-1, K, nb)
-    outcome = col("classwise_outcome").reshape(-1, K, nb)
-    gap = np.where(count > 0, np.abs(_ratio(outcome, count) - _ratio(conf, count)), 0.0)
-    per_class = np.sum(count / n[:, None, None] * gap, axis=2)             # (R, K)
+    per_class = cal.classwise_errors(col("classwise_count"), col("classwise_conf"),
+                                     col("classwise_outcome"), n, K)          # (R, K)
     out[("classwise_ece",)] = per_class.mean(axis=1)
     for k in range(K):
         out[("classwise_ece", k)] = per_class[:, k]
@@ -529,7 +514,7 @@ def _interval_hcs(T: np.ndarray, lay: _Layout, hcs_classes: Sequence[int], n: np
     pos_hit = T[:, lay["hcs_pos_hit"]].reshape(-1, L, C)
     neg_miss = T[:, lay["hcs_neg_miss"]].reshape(-1, L, C)
     size = pos + neg
-    accuracy = _ratio(pos_hit + neg - neg_miss, size)
+    accuracy = ratio(pos_hit + neg - neg_miss, size)
     for i in range(L):
         for j, k in enumerate(hcs_classes):
             out[("hcs_size", i, k)] = size[:, i, j]
@@ -544,234 +529,26 @@ def _interval_hcs(T: np.ndarray, lay: _Layout, hcs_classes: Sequence[int], n: np
 def recall_metrics(class_hits: np.ndarray, class_weights: np.ndarray
                    ) -> dict[tuple, np.ndarray]:
     """Per-class recall and balanced accuracy from weighted hits (R, K) and weights (R, K)."""
-    recall = _ratio(class_hits, class_weights)
-    present = class_weights > 0
-    out: dict[tuple, np.ndarray] = {
-        ("balanced_accuracy",): np.nansum(np.where(present, recall, 0.0), axis=1)
-        / present.sum(axis=1)}
+    recall, balanced = sel.class_recalls(class_hits, class_weights)
+    out: dict[tuple, np.ndarray] = {("balanced_accuracy",): balanced}
     for k in range(class_hits.shape[1]):
         out[("recall", k)] = recall[:, k]
     return out
 
 
-# -- weighted rank metrics ---------------------------------------------------------------------
-
-def total_weight(W: np.ndarray) -> np.ndarray:
-    """Σ of each row of weights (G,), snapped to the nearest integer when within rounding.
-
-    Stratified replicates total exactly N up to the rounding of n_k / W_bk ·
-    W_bk; snapping keeps integer-grid metrics (E-AURC's oracle, AUARC's
-    rejection grid, quantile positions) on the unweighted grid.
-    """
-    n = W.sum(axis=1)
-    near = np.round(n)
-    return np.where(np.abs(n - near) <= 64 * np.finfo(np.float64).eps * n, near, n)
-
-
-def _harmonic(x: np.ndarray) -> np.ndarray:
-    """H(x) = ψ(x + 1) + γ: the harmonic numbers, continued to real x ≥ 0."""
-    return special.digamma(x + 1.0) + _EULER_GAMMA
-
-
-def _group_ends(sorted_values: np.ndarray) -> np.ndarray:
-    """Index of the last element of each run of equal values in a sorted array."""
-    return np.append(np.flatnonzero(sorted_values[1:] != sorted_values[:-1]),
-                     sorted_values.shape[0] - 1)
-
-
-def _grouped(cum: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per-group totals (G, groups) from cumulative sums (G, N) at the group ends."""
-    at = cum[:, ends]
-    return np.diff(at, axis=1, prepend=0.0)
-
-
-def _weighted_auroc(score: np.ndarray, positive: np.ndarray, W: np.ndarray,
-                    order: np.ndarray) -> np.ndarray:
-    """P(score of a positive > score of a negative) + ½ P(tie), weighted; (G,).
-
-    ``order``: the stable ascending order of ``score``.
-    """
-    ends = _group_ends(score[order])
-    Ws = W[:, order]
-    pos = _grouped(np.cumsum(Ws * positive[order], axis=1), ends)
-    neg = _grouped(np.cumsum(Ws * ~positive[order], axis=1), ends)
-    below = np.cumsum(neg, axis=1) - neg
-    total_pos, total_neg = pos.sum(axis=1), neg.sum(axis=1)
-    return _ratio(np.sum(pos * (below + 0.5 * neg), axis=1), total_pos * total_neg)
-
-
-def _weighted_aurc(error: np.ndarray, conf: np.ndarray, W: np.ndarray, n: np.ndarray,
-                   order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tie-aware trapezoid AURC, mean-over-k AURC), weighted, total weights n (G,).
-
-    ``order``: the stable descending order of ``conf``.
-    """
-    c = conf[order]
-    e = error[order].astype(np.float64)
-    Ws = W[:, order]
-    cum_w = np.cumsum(Ws, axis=1)
-    cum_e = np.cumsum(Ws * e, axis=1)
-    ends = _group_ends(c)
-    kept, errs = cum_w[:, ends], cum_e[:, ends]
-    risk = _ratio(errs, kept)
-    first = np.argmax(kept > 0, axis=1)
-    risk0 = risk[np.arange(risk.shape[0]), first]
-    risk = np.where(kept > 0, risk, risk0[:, None])
-    x = np.concatenate([np.zeros((kept.shape[0], 1)), kept / n[:, None]], axis=1)
-    r = np.concatenate([risk0[:, None], risk], axis=1)
-    trapezoid = np.sum(np.diff(x, axis=1) * (r[:, 1:] + r[:, :-1]) / 2, axis=1)
-    # mean over k: point j fills positions K_{j-1}+1 .. K_j of the expanded
-    # order; Σ_k (E_{j-1} + e_j (k − K_{j-1})) / k over them is
-    # (E_{j-1} − e_j K_{j-1}) (H(K_j) − H(K_{j-1})) + e_j w_j.
-    # K_{j-1} is the running total before point j, so H(K_{j-1}) is H(K_j)
-    # shifted by one point: one digamma pass, not two
-    H_end = _harmonic(cum_w)
-    H_before = np.concatenate([np.zeros((H_end.shape[0], 1)), H_end[:, :-1]], axis=1)
-    before_w = cum_w - Ws
-    before_e = cum_e - Ws * e
-    mean_over_k = np.sum((before_e - e * before_w) * (H_end - H_before) + e * Ws, axis=1) / n
-    return trapezoid, mean_over_k
-
-
-def optimal_aurc_real(n: np.ndarray, n_errors: np.ndarray) -> np.ndarray:
-    """Trapezoid AURC of an oracle with n points and E errors, both real, shape (G,).
-
-    The risk after k = 1..n points is max(k − (n − E), 0) / k (the grid
-    k = 1..n for integer n); closed form with harmonic numbers, equal to
-    :func:`uqzoo.metrics.selective.optimal_aurc` at integer n and E.
-    """
-    E = np.asarray(n_errors, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    c = n - E                                         # correct points ranked first
-    a = np.floor(c) + 1                               # first k with positive risk
-    a = np.clip(a, 1, n + 1)
-    count = np.floor(n) - a + 1                       # k = a .. n
-    total = count - c * (_harmonic(np.floor(n)) - _harmonic(a - 1))
-    total = np.where(count > 0, total, 0.0)
-    r1 = np.maximum(1 - c, 0.0)                       # risk at k = 1, repeated at coverage 0
-    rn = np.maximum(n - c, 0.0) / n
-    return (total + (r1 - rn) / 2) / n
-
-
-def _weighted_auarc(mean: np.ndarray, y: np.ndarray, W: np.ndarray, n: np.ndarray,
-                    order: np.ndarray) -> np.ndarray:
-    """AUARC (x = k / k_max) with rejection counted in units of weight; (G,).
-
-    Replicate g rejects k = 0, s, 2s, ... < n_g units of weight (s = max(1,
-    ⌊n_g⌋ // 1000)) from the least confident end; a point that straddles k is
-    split. With integer weights this is AUARC of the sample in which each
-    point appears w times. ``order``: the stable ascending order of the
-    top-label confidence.
-    """
-    N, K = mean.shape
-    pred = mean.argmax(axis=1)
-    ys, hit = y[order], (pred == y)[order]
-    is_c = (ys[:, None] == np.arange(K)[None, :]).astype(np.float64)               # (N, K)
-    out = np.full(W.shape[0], np.nan)
-    for g in range(W.shape[0]):
-        w = W[g, order]
-        total = int(np.floor(n[g]))
-        step = max(1, total // 1000)
-        ks = np.arange(0, total, step, dtype=np.float64)
-        if ks.shape[0] < 2:
-            continue                                     # k_max = 0: no rejection axis
-        cum_w = np.concatenate([[0.0], np.cumsum(w)])
-        cum_c = np.concatenate([np.zeros((1, K)), np.cumsum(w[:, None] * is_c, axis=0)])
-        cum_h = np.concatenate([np.zeros((1, K)),
-                                np.cumsum((w * hit)[:, None] * is_c, axis=0)])
-        # points wholly rejected before position k: j = #{i : cum_w[i + 1] ≤ k}
-        j = np.searchsorted(cum_w[1:], ks, side="right")
-        partial = np.where(j < N, ks - cum_w[j], 0.0)[:, None]
-        jj = np.minimum(j, N - 1)
-        kept = cum_c[-1] - cum_c[j] - partial * is_c[jj]                          # (ks, K)
-        kept_hit = cum_h[-1] - cum_h[j] - partial * (is_c[jj] * hit[jj, None])
-        # "still present": above the rounding of cumulative sums of real weights
-        present = kept > 16 * N * np.finfo(np.float64).eps * n[g]
-        recall = np.where(present, _ratio(kept_hit, kept), 0.0)
-        bacc = recall.sum(axis=1) / present.sum(axis=1)
-        out[g] = np.trapezoid(bacc, ks / ks[-1])
-    return out
-
-
-def _weighted_quantile_ece(conf: np.ndarray, outcome: np.ndarray, W: np.ndarray, n_bins: int,
-                           n: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """ECE with equal-weight (Nixon) bins re-chosen per replicate; (G,).
-
-    ``order``: the stable ascending order of ``conf``.
-    """
-    srt = conf[order]
-    cum_w = np.cumsum(W[:, order], axis=1)
-    # numpy's round of the positions 0, n/B, 2n/B, ..., per replicate
-    pos = np.round(np.linspace(0, n, n_bins, endpoint=False, axis=1))              # (G, B)
-    N = conf.shape[0]
-    G = W.shape[0]
-    count = np.empty((G, n_bins))
-    csum = np.empty_like(count)
-    osum = np.empty_like(count)
-    for g in range(G):
-        # the element at position p of the expanded sorted sample: first i with cum_w[i] > p
-        idx = np.searchsorted(cum_w[g], pos[g], side="right")
-        edges = srt[np.minimum(idx, N - 1)]
-        # bin of each point as calibration_bins: searchsorted(edges, conf, "right") − 1
-        index = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
-        count[g] = np.bincount(index, weights=W[g], minlength=n_bins)
-        csum[g] = np.bincount(index, weights=W[g] * conf, minlength=n_bins)
-        osum[g] = np.bincount(index, weights=W[g] * outcome, minlength=n_bins)
-    return _bin_errors(count, csum, osum, n)[0]
-
-
-def _weighted_fixed_bins(conf_sorted: np.ndarray, hit_sorted: np.ndarray, bin_of: np.ndarray,
-                         n_bins: int, Ws: np.ndarray, n: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """(ECE, MCE) in bins held fixed (adaptive bins of the full sample); (G,) each."""
-    G = Ws.shape[0]
-    count = np.zeros((G, n_bins))
-    csum = np.zeros_like(count)
-    osum = np.zeros_like(count)
-    for b in range(n_bins):
-        inside = bin_of == b
-        Wb = Ws[:, inside]
-        count[:, b] = Wb.sum(axis=1)
-        csum[:, b] = Wb @ conf_sorted[inside]
-        osum[:, b] = Wb @ hit_sorted[inside]
-    ece, mce, _ = _bin_errors(count, csum, osum, n)
-    return ece, mce
-
-
-def _weighted_pd_at_far(score: np.ndarray, target: np.ndarray, W: np.ndarray,
-                        fars: Sequence[float], order: np.ndarray
-                        ) -> tuple[np.ndarray, np.ndarray]:
-    """(Pd (G, F), achieved FAR (G, F)) at the lowest threshold with FAR ≤ far.
-
-    ``order``: the stable descending order of ``score``.
-    """
-    ends = _group_ends(score[order])
-    Ws = W[:, order]
-    tp = np.concatenate([np.zeros((W.shape[0], 1)),
-                         np.cumsum(Ws * target[order], axis=1)[:, ends]], axis=1)
-    fp = np.concatenate([np.zeros((W.shape[0], 1)),
-                         np.cumsum(Ws * ~target[order], axis=1)[:, ends]], axis=1)
-    n_pos, n_neg = tp[:, -1:], fp[:, -1:]
-    rate = _ratio(fp, n_neg)
-    pd_, achieved = [], []
-    for far in fars:
-        idx = np.sum(rate <= far, axis=1) - 1          # fp is non-decreasing
-        idx = np.maximum(idx, 0)
-        rows = np.arange(W.shape[0])
-        pd_.append(_ratio(tp[rows, idx], n_pos[:, 0]))
-        achieved.append(rate[rows, idx])
-    return np.stack(pd_, axis=1), np.stack(achieved, axis=1)
-
+# -- sort-based rows: the metric modules' weighted paths, sorted once ----------------------
 
 class _RankPlan:
     """What the sort-based metrics need of the (N, K) means, sorted once per evaluation.
 
     The metrics run once per group of replicates on the same arrays; sorting
-    them again for every group cost as much as the metrics themselves.
+    them again for every group cost as much as the metrics themselves. So the
+    bootstrap calls the metric modules' weighted functions (those behind each
+    metric's ``sample_weight``) with the orders made here.
     """
 
     def __init__(self, mean: np.ndarray, y: np.ndarray, detection: bool) -> None:
-        K = mean.shape[1]
+        N, K = mean.shape
         self.mean, self.y, self.detection = mean, y, detection
         self.pred = mean.argmax(axis=1)
         self.conf = np.take_along_axis(mean, self.pred[:, None], axis=1)[:, 0]
@@ -784,7 +561,11 @@ class _RankPlan:
                 continue
             c, o = cal.confidence_and_outcome(mean, y, confidence)
             self.binned[kind] = (c, o.astype(np.float64), np.argsort(c, kind="stable"))
-        self.adaptive_counts = cal.adaptive_binning(mean, y).count
+        # Ding's bins are contiguous runs of the descending confidence order
+        counts = cal.adaptive_binning(mean, y).count
+        self.adaptive_bins = counts.shape[0]
+        self.adaptive_index = np.empty(N, dtype=np.int64)
+        self.adaptive_index[self.down] = np.repeat(np.arange(counts.shape[0]), counts)
         self.score = mean[:, 1] if detection else None
         if self.score is not None:
             self.score_up = np.argsort(self.score, kind="stable")
@@ -795,32 +576,31 @@ def rank_metrics(plan: _RankPlan, W: np.ndarray, n_bins: int, fars: Sequence[flo
                  ) -> dict[tuple, np.ndarray]:
     """Replicate values of the sort-based rows for point weights W (G, N).
 
-    The adaptive (Ding) bins are the full sample's (``plan.adaptive_counts``,
-    in order of decreasing confidence), held fixed.
+    Each is the ``sample_weight`` path of its metric, on the plan's orders.
+    The adaptive (Ding) bins are the full sample's, held fixed: their
+    data-driven rule has no weighted form.
     """
     n = total_weight(W)
     out: dict[tuple, np.ndarray] = {}
     for kind, (c, o, order) in plan.binned.items():
-        out[("ece_quantile", kind)] = _weighted_quantile_ece(c, o, W, n_bins, n, order)
-    counts = plan.adaptive_counts
-    bin_of = np.repeat(np.arange(counts.shape[0]), counts)
-    down = plan.down
-    out[("adaptive_ece",)], out[("adaptive_mce",)] = _weighted_fixed_bins(
-        plan.conf[down], (~plan.error[down]).astype(np.float64), bin_of, counts.shape[0],
-        W[:, down], n)
-    trapezoid, mean_over_k = _weighted_aurc(plan.error, plan.conf, W, n, down)
+        out[("ece_quantile", kind)] = cal.quantile_bin_errors(c, o, W, n_bins, n, order)[0]
+    totals = cal.weighted_bin_totals(plan.conf, ~plan.error, plan.adaptive_index,
+                                     plan.adaptive_bins, W)
+    out[("adaptive_ece",)], out[("adaptive_mce",)], _ = cal.bin_errors(*totals, n)
+    trapezoid, mean_over_k = sel.weighted_aurc(plan.error, plan.conf, W, n, plan.down)
     out[("aurc", "trapezoid")] = trapezoid
     out[("aurc", "mean_over_k")] = mean_over_k
-    out[("eaurc",)] = trapezoid - optimal_aurc_real(n, W @ plan.error.astype(np.float64))
-    out[("auarc",)] = _weighted_auarc(plan.mean, plan.y, W, n, plan.up)
-    out[("misclassification_auroc",)] = _weighted_auroc(plan.conf, ~plan.error, W, plan.up)
+    out[("eaurc",)] = trapezoid - sel.optimal_aurc_real(n, W @ plan.error.astype(np.float64))
+    out[("auarc",)] = sel.weighted_auarc(plan.y, ~plan.error, plan.mean.shape[1], W, n, plan.up)
+    out[("misclassification_auroc",)] = det.weighted_auroc(plan.conf, ~plan.error, W, plan.up)
     if plan.score is not None:
         is_target = plan.y == 1
-        out[("detection_auroc",)] = _weighted_auroc(plan.score, is_target, W, plan.score_up)
-        pd_, achieved = _weighted_pd_at_far(plan.score, is_target, W, fars, plan.score_down)
+        out[("detection_auroc",)] = det.weighted_auroc(plan.score, is_target, W, plan.score_up)
+        pd_far = det.weighted_pd_at_far(plan.score, is_target, W, np.asarray(fars, dtype=float),
+                                        plan.score_down, DEFAULT_CONFIDENCE)
         for i in range(len(fars)):
-            out[("pd_at_far", i)] = pd_[:, i]
-            out[("far_achieved", i)] = achieved[:, i]
+            out[("pd_at_far", i)] = pd_far.pd[:, i]
+            out[("far_achieved", i)] = pd_far.far_achieved[:, i]
     return out
 
 

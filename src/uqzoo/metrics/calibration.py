@@ -16,14 +16,21 @@ Conventions (each pinned by a test; other libraries differ where noted):
 - Bin sums are exact integers in fixed point (see
   :class:`~uqzoo.metrics._common.FixedPointSums`), so streamed and one-shot
   results are bit-identical.
+- ``sample_weight`` (ECE, MCE, RMSCE, class-wise ECE, Brier, NLL) are
+  frequency weights, as scikit-learn's: with integer weights a metric equals
+  the unweighted metric of the sample in which point i appears w_i times.
+  Weighted bins hold weight, not points (quantile bins: equal *weight*).
+  A (R, N) ``sample_weight`` is R weightings of the same points (the
+  bootstrap's replicates) and gives R values. Weighted sums are plain float64
+  sums, not fixed point.
 """
+
 
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
-from scipy import stats
 
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
@@ -31,8 +38,14 @@ from uqzoo.metrics._common import (
     FixedPointSums,
     check_n_bins,
     check_probs_and_labels,
+    check_sample_weight,
+    ratio,
+    total_weight,
+    unstack,
     validated_blocks,
+    weighted_mean,
 )
+from uqzoo.metrics.detection import clopper_pearson_bounds
 
 __all__ = [
     "NLL_CLIP",
@@ -102,12 +115,27 @@ class CalibrationBins:
 
     def errors(self) -> tuple[float, float, float]:
         """(ECE, MCE, RMSCE) from these bins."""
-        filled = self.count > 0
-        weight = self.count[filled] / self.n
-        gap = np.abs(self.outcome_count[filled] / self.count[filled]
-                     - self.confidence_sum[filled] / self.count[filled])
-        return (float(np.sum(weight * gap)), float(gap.max()),
-                float(np.sqrt(np.sum(weight * gap**2))))
+        ece_, mce_, rmsce_ = bin_errors(self.count, self.confidence_sum, self.outcome_count,
+                                        self.n)
+        return float(ece_), float(mce_), float(rmsce_)
+
+
+def bin_errors(count: np.ndarray, confidence_sum: np.ndarray, outcome_sum: np.ndarray,
+               n: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ECE, MCE, RMSCE) from bin totals: the formula of every binned calibration error.
+
+    Bins on the last axis; leading axes (replicates) are kept. ``count`` is
+    each bin's count or total weight, ``n`` the total over all bins (shape of
+    the leading axes). Empty bins add nothing; MCE is the largest gap over
+    non-empty bins (NaN when all are empty).
+    """
+    filled = count > 0
+    gap = np.where(filled, np.abs(ratio(outcome_sum, count) - ratio(confidence_sum, count)),
+                   0.0)
+    weight = count / np.asarray(n, dtype=np.float64)[..., None]
+    mce_ = np.where(filled.any(axis=-1), np.max(np.where(filled, gap, -np.inf), axis=-1),
+                    np.nan)
+    return np.sum(weight * gap, axis=-1), mce_, np.sqrt(np.sum(weight * gap**2, axis=-1))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -221,6 +249,87 @@ def bin_totals(conf: np.ndarray, outcome: np.ndarray, index: np.ndarray, n_bins:
     return both.sum(axis=1).astype(np.int64), sums, both[:, 1].astype(np.int64)
 
 
+def weighted_bin_totals(conf: np.ndarray, outcome: np.ndarray, index: np.ndarray, n_bins: int,
+                        W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weight, weighted confidence sum, weighted outcome sum) per bin, each (R, n_bins).
+
+    ``index`` (N,): each point's bin; ``W`` (R, N): R weightings of the points.
+    """
+    R = W.shape[0]
+    outcome = outcome.astype(np.float64, copy=False)
+    if n_bins <= 64:
+        # a mask and two matrix-vector products per bin: measured 1.4x faster
+        # than one bincount over R × N indices at 15 bins, and no R × N index array
+        count = np.empty((R, n_bins))
+        conf_sum = np.empty_like(count)
+        outcome_sum = np.empty_like(count)
+        for b in range(n_bins):
+            inside = index == b
+            Wb = W[:, inside]
+            count[:, b] = Wb.sum(axis=1)
+            conf_sum[:, b] = Wb @ conf[inside]
+            outcome_sum[:, b] = Wb @ outcome[inside]
+        return count, conf_sum, outcome_sum
+    flat = (index[None, :] + n_bins * np.arange(R)[:, None]).reshape(-1)
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(flat, weights=values.reshape(-1),
+                           minlength=R * n_bins).reshape(R, n_bins)
+
+    return total(W), total(W * conf), total(W * outcome)
+
+
+def quantile_bin_errors(conf: np.ndarray, outcome: np.ndarray, W: np.ndarray, n_bins: int,
+                        n: np.ndarray, order: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted (ECE, MCE, RMSCE) in equal-*weight* (Nixon) bins chosen per row of W; (R,) each.
+
+    The left edges are the confidences at weight positions ``round(linspace(0,
+    n, B, endpoint=False))`` of the sorted sample: with integer weights, those
+    of the sample in which each point appears w times. ``n`` (R,): the rows'
+    total weights (:func:`~uqzoo.metrics._common.total_weight`); ``order``:
+    the stable ascending order of ``conf``, so a caller scoring many
+    weightings of the same points sorts once.
+    """
+    srt = conf[order]
+    cum_w = np.cumsum(W[:, order], axis=1)
+    # numpy's round of the positions 0, n/B, 2n/B, ..., per row (as quantile_edges)
+    pos = np.round(np.linspace(0, n, n_bins, endpoint=False, axis=1))              # (R, B)
+    N, R = conf.shape[0], W.shape[0]
+    count = np.empty((R, n_bins))
+    conf_sum = np.empty_like(count)
+    outcome_sum = np.empty_like(count)
+    outcome = outcome.astype(np.float64, copy=False)
+    for r in range(R):
+        # the element at position p of the expanded sorted sample: first i with cum_w[i] > p
+        idx = np.searchsorted(cum_w[r], pos[r], side="right")
+        edges = srt[np.minimum(idx, N - 1)]
+        # bin of each point as calibration_bins: searchsorted(edges, conf, "right") − 1
+        index = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+        count[r] = np.bincount(index, weights=W[r], minlength=n_bins)
+        conf_sum[r] = np.bincount(index, weights=W[r] * conf, minlength=n_bins)
+        outcome_sum[r] = np.bincount(index, weights=W[r] * outcome, minlength=n_bins)
+    return bin_errors(count, conf_sum, outcome_sum, n)
+
+
+def _weighted_errors(probs: object, y: object, n_bins: object, confidence: object,
+                     binning: object, sample_weight: object
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ECE, MCE, RMSCE), (R,) each, of ``calibration_bins``' binning under weights."""
+    n_bins, confidence, binning = _check_options(n_bins, confidence, binning)
+    if confidence == "positive_class":
+        _check_binary(probs)
+    p, labels = check_probs_and_labels(probs, y)
+    W = check_sample_weight(sample_weight, p.shape[0])
+    conf, outcome = confidence_and_outcome(p, labels, confidence)
+    n = total_weight(W)
+    if binning == "quantile":
+        return quantile_bin_errors(conf, outcome, W, n_bins, n,
+                                   np.argsort(conf, kind="stable"))
+    index = equal_width_index(conf, n_bins)
+    return bin_errors(*weighted_bin_totals(conf, outcome, index, n_bins, W), n)
+
+
 def equal_width_totals(p: np.ndarray, labels: np.ndarray, confidence: str, n_bins: int
                        ) -> tuple[np.ndarray, FixedPointSums, np.ndarray]:
     """Guo-bin totals of one validated block."""
@@ -305,7 +414,7 @@ def calibration_bins(probs: object, y: object, n_bins: int = 15, *,
 
 
 def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_label",
-        binning: str = "equal_width") -> float:
+        binning: str = "equal_width", sample_weight: object = None) -> float | np.ndarray:
     """Expected calibration error, Σ_b (n_b / N) |acc_b − conf_b|.
 
     Parameters
@@ -317,10 +426,14 @@ def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
     confidence : {"top_label", "positive_class"}
         See the module notes; the names of both variants appear in reports.
     binning : {"equal_width", "quantile"}
+        With ``sample_weight``, quantile bins hold equal weight.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, finite and ≥ 0 (module notes). Leading axes of
+        ``sample_weight`` are replicates: (R, N) gives R values.
 
     Returns
     -------
-    float in [0, 1]
+    float in [0, 1], or ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -328,6 +441,10 @@ def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
     >>> round(uz.metrics.ece(p, [1, 0, 0], n_bins=2), 6)
     0.066667
+    >>> w = [2, 1, 0]                       # the sample [p0, p0, p1]
+    >>> bool(np.isclose(uz.metrics.ece(p, [1, 0, 0], n_bins=2, sample_weight=w),
+    ...                 uz.metrics.ece(p[[0, 0, 1]], [1, 1, 0], n_bins=2)))
+    True
 
     References
     ----------
@@ -336,11 +453,14 @@ def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
     Guo, C., Pleiss, G., Sun, Y., Weinberger, K. Q. (2017). On calibration of
     modern neural networks. ICML.
     """
+    if sample_weight is not None:
+        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[0]
+        return unstack(values, sample_weight)
     return calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning).errors()[0]
 
 
 def mce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_label",
-        binning: str = "equal_width") -> float:
+        binning: str = "equal_width", sample_weight: object = None) -> float | np.ndarray:
     """Maximum calibration error, max over non-empty bins of |acc_b − conf_b|.
 
     Parameters and conventions as :func:`ece`. (torchmetrics takes the max
@@ -353,11 +473,14 @@ def mce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
     >>> round(uz.metrics.mce(p, [1, 0, 0], n_bins=2), 6)
     0.066667
     """
+    if sample_weight is not None:
+        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[1]
+        return unstack(values, sample_weight)
     return calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning).errors()[1]
 
 
 def rmsce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_label",
-          binning: str = "equal_width") -> float:
+          binning: str = "equal_width", sample_weight: object = None) -> float | np.ndarray:
     """Root-mean-square calibration error, sqrt(Σ_b (n_b / N)(acc_b − conf_b)²).
 
     Parameters and conventions as :func:`ece` (no debiasing).
@@ -369,6 +492,9 @@ def rmsce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_
     >>> round(uz.metrics.rmsce(p, [1, 0, 0], n_bins=2), 6)
     0.066667
     """
+    if sample_weight is not None:
+        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[2]
+        return unstack(values, sample_weight)
     return calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning).errors()[2]
 
 
@@ -382,18 +508,23 @@ def classwise_bins(p: np.ndarray, labels: np.ndarray, n_bins: int
     return bin_totals(conf, outcome, index, K * n_bins)
 
 
-def classwise_errors(count: np.ndarray, conf_sum: np.ndarray, outcome: np.ndarray, n: int,
+def classwise_errors(count: np.ndarray, conf_sum: np.ndarray, outcome: np.ndarray, n: object,
                      n_classes: int) -> np.ndarray:
-    """Per-class ECE (K,) from flattened K·B totals."""
-    count = count.reshape(n_classes, -1)
-    conf_sum = conf_sum.reshape(n_classes, -1)
-    outcome = outcome.reshape(n_classes, -1)
-    safe = np.maximum(count, 1)
-    gap = np.abs(outcome / safe - conf_sum / safe)
-    return np.sum(count / n * gap, axis=1)
+    """Per-class ECE (..., K) from flattened (..., K·B) totals; leading axes are replicates.
+
+    ``count`` is each bin's count or total weight, ``n`` the total (shape of
+    the leading axes).
+    """
+    lead = count.shape[:-1]
+    count = count.reshape(*lead, n_classes, -1)
+    conf_sum = conf_sum.reshape(*lead, n_classes, -1)
+    outcome = outcome.reshape(*lead, n_classes, -1)
+    gap = np.where(count > 0, np.abs(ratio(outcome, count) - ratio(conf_sum, count)), 0.0)
+    return np.sum(count / np.asarray(n, dtype=np.float64)[..., None, None] * gap, axis=-1)
 
 
-def classwise_ece(probs: object, y: object, n_bins: int = 15) -> float:
+def classwise_ece(probs: object, y: object, n_bins: int = 15, *,
+                  sample_weight: object = None) -> float | np.ndarray:
     """Class-wise ECE: the mean over classes k of the ECE of column p_k against 1[y = k].
 
     Equal-width Guo bins per class column. Where the same name is used for
@@ -404,10 +535,12 @@ def classwise_ece(probs: object, y: object, n_bins: int = 15) -> float:
     probs : array of shape (N, K)
     y : array of shape (N,)
     n_bins : int >= 1
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, as :func:`ece`.
 
     Returns
     -------
-    float in [0, 1]
+    float in [0, 1], or ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -415,6 +548,8 @@ def classwise_ece(probs: object, y: object, n_bins: int = 15) -> float:
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
     >>> round(uz.metrics.classwise_ece(p, [1, 0, 0], n_bins=2), 6)
     0.333333
+    >>> uz.metrics.classwise_ece(p, [1, 0, 0], n_bins=2, sample_weight=[[1, 1, 1], [0, 1, 1]])
+    array([0.33333333, 0.55      ])
 
     References
     ----------
@@ -422,6 +557,17 @@ def classwise_ece(probs: object, y: object, n_bins: int = 15) -> float:
     well-calibrated multiclass probabilities with Dirichlet calibration. NeurIPS.
     """
     n_bins = check_n_bins(n_bins)
+    if sample_weight is not None:
+        p, labels = check_probs_and_labels(probs, y)
+        K = p.shape[1]
+        check_n_bins(n_bins, n_classes=K)
+        W = check_sample_weight(sample_weight, p.shape[0])
+        # class k's bins are columns k·B .. (k + 1)·B − 1, as classwise_bins
+        weight, conf_sum, outcome_sum = (np.concatenate(parts, axis=1) for parts in zip(
+            *(weighted_bin_totals(p[:, k], labels == k, equal_width_index(p[:, k], n_bins),
+                                  n_bins, W) for k in range(K)), strict=True))
+        per_class = classwise_errors(weight, conf_sum, outcome_sum, total_weight(W), K)
+        return unstack(per_class.mean(axis=1), sample_weight)
     count = outcome = sums = None
     n = 0
     for p, labels in validated_blocks(probs, y):
@@ -472,23 +618,10 @@ def reliability_curve(probs: object, y: object, n_bins: int = 15, *,
     return curve_from_bins(bins, ci_level)
 
 
-def clopper_pearson(k: np.ndarray, n: np.ndarray, level: float
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact binomial interval for k successes in n trials (n > 0)."""
-    alpha = 1 - level
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(k > 0, stats.beta.ppf(alpha / 2, np.maximum(k, 1e-300),
-                                               n - k + 1), 0.0)
-        upper = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1,
-                                               np.maximum(n - k, 1e-300)), 1.0)
-    return lower, upper
-
-
 def curve_from_bins(bins: CalibrationBins, ci_level: float = 0.95) -> ReliabilityCurve:
     filled = bins.count > 0
-    lower, upper = clopper_pearson(bins.outcome_count[filled], bins.count[filled], ci_level)
+    lower, upper = clopper_pearson_bounds(bins.outcome_count[filled], bins.count[filled],
+                                          ci_level)
     return ReliabilityCurve(
         confidence=bins.confidence[filled],
         accuracy=bins.accuracy[filled],
@@ -692,7 +825,7 @@ def brier_per_point(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return sq - 2 * np.take_along_axis(p, labels[:, None], axis=1)[:, 0] + 1.0
 
 
-def brier(probs: object, y: object) -> float:
+def brier(probs: object, y: object, *, sample_weight: object = None) -> float | np.ndarray:
     """Brier score, mean over points of Σ_k (p_ik − 1[y_i = k])², no 1/K.
 
     Ranges over [0, 2]. For binary problems this is twice the one-column
@@ -702,10 +835,12 @@ def brier(probs: object, y: object) -> float:
     ----------
     probs : array of shape (N, K)
     y : array of shape (N,)
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights: the weighted mean. Leading axes are replicates.
 
     Returns
     -------
-    float in [0, 2]
+    float in [0, 2], or ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -718,6 +853,11 @@ def brier(probs: object, y: object) -> float:
     Brier, G. W. (1950). Verification of forecasts expressed in terms of
     probability. Monthly Weather Review 78(1).
     """
+    if sample_weight is not None:
+        p, labels = check_probs_and_labels(probs, y)
+        W = check_sample_weight(sample_weight, p.shape[0])
+        return unstack(weighted_mean(np.clip(brier_per_point(p, labels), 0.0, 2.0), W),
+                       sample_weight)
     total = FixedPointSums(1, exponent=1)                          # values in [0, 2]
     n = 0
     for p, labels in validated_blocks(probs, y):
@@ -731,7 +871,7 @@ def nll_per_point(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return -np.log(np.maximum(np.take_along_axis(p, labels[:, None], axis=1)[:, 0], NLL_CLIP))
 
 
-def nll(probs: object, y: object) -> float:
+def nll(probs: object, y: object, *, sample_weight: object = None) -> float | np.ndarray:
     """Mean negative log-likelihood of the labels, natural log.
 
     p(y) is clipped below at ``NLL_CLIP`` (float64 machine epsilon,
@@ -743,10 +883,12 @@ def nll(probs: object, y: object) -> float:
     ----------
     probs : array of shape (N, K)
     y : array of shape (N,)
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights: the weighted mean. Leading axes are replicates.
 
     Returns
     -------
-    float >= 0
+    float >= 0, or ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -754,6 +896,10 @@ def nll(probs: object, y: object) -> float:
     >>> round(uz.metrics.nll(np.array([[0.5, 0.5], [0.9, 0.1]]), [1, 0]), 6)
     0.399254
     """
+    if sample_weight is not None:
+        p, labels = check_probs_and_labels(probs, y)
+        W = check_sample_weight(sample_weight, p.shape[0])
+        return unstack(weighted_mean(nll_per_point(p, labels), W), sample_weight)
     total = FixedPointSums(1, exponent=6)                          # values in [0, 36.1]
     n = 0
     for p, labels in validated_blocks(probs, y):

@@ -13,6 +13,11 @@ correct answers).
 Scores are any real numbers: a network's P(target), a classical detector's
 statistic (:mod:`uqzoo.detectors`). Ties are handled exactly as
 ``sklearn.metrics.roc_curve`` does: tied scores move together.
+
+:func:`detection_auroc` and :func:`pd_at_far` take ``sample_weight``,
+frequency weights as scikit-learn's: with integer weights the result is that
+of the sample in which pixel i appears w_i times; (R, N) weights are R
+weightings of the same pixels (the bootstrap's replicates).
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from scipy import stats
 
 from uqzoo._validation import _show, check_float
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.metrics._common import check_scores
+from uqzoo.metrics._common import check_sample_weight, check_scores, group_ends, ratio, unstack
 
-__all__ = ["DetectionROC", "PdAtFar", "clopper_pearson", "detection_roc", "pd_at_far"]
+__all__ = ["DetectionROC", "PdAtFar", "clopper_pearson", "detection_auroc", "detection_roc",
+           "pd_at_far"]
 
 # Operating points the issue and the HSI literature report: one false alarm
 # per thousand and per hundred background pixels.
@@ -71,7 +77,8 @@ class DetectionROC:
 class PdAtFar:
     """Probability of detection at fixed false-alarm rates, with exact intervals.
 
-    All arrays have shape (F,), one entry per requested false-alarm rate.
+    All arrays have shape (F,), one entry per requested false-alarm rate; with
+    a (R, N) ``sample_weight``, (R, F), one row per weighting.
 
     Attributes
     ----------
@@ -88,8 +95,10 @@ class PdAtFar:
         The empirical FAR at τ, ≤ ``far``; it is 0 when there are fewer than
         1 / far background pixels, since then no false alarm fits the budget.
     n_detected : int64 ndarray
-        Targets with score ≥ τ.
+        Targets with score ≥ τ (with ``sample_weight``: their total weight, float64).
     n_targets, n_background : int
+        With ``sample_weight``: the total weights of targets and background,
+        float, or float64 ndarray of shape (R,) for (R, N) weights.
     confidence : float
     """
 
@@ -100,14 +109,14 @@ class PdAtFar:
     threshold: np.ndarray
     far_achieved: np.ndarray
     n_detected: np.ndarray
-    n_targets: int
-    n_background: int
+    n_targets: float | np.ndarray
+    n_background: float | np.ndarray
     confidence: float
 
     @property
     def pd_stderr(self) -> np.ndarray:
-        """Binomial standard error sqrt(Pd (1 − Pd) / n_targets), shape (F,)."""
-        return np.sqrt(self.pd * (1 - self.pd) / self.n_targets)
+        """Binomial standard error sqrt(Pd (1 − Pd) / n_targets), shape of ``pd``."""
+        return np.sqrt(self.pd * (1 - self.pd) / np.asarray(self.n_targets)[..., None])
 
 
 def _check_is_target(is_target: object) -> np.ndarray:
@@ -317,16 +326,123 @@ def clopper_pearson(successes: object, trials: int, confidence: float = 0.95
     if not np.issubdtype(k.dtype, np.integer) or (k.size and (k.min() < 0 or k.max() > trials)):
         raise InvalidInputError(
             f"successes must be integers in 0..trials={trials}, got {_show(successes)}")
-    k = k.astype(np.float64)
+    return clopper_pearson_bounds(k, trials, confidence)
+
+
+def clopper_pearson_bounds(successes: object, trials: object, confidence: float
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The Clopper–Pearson formula on checked counts (the one in the package).
+
+    ``successes`` and ``trials`` broadcast together, 0 ≤ successes ≤ trials,
+    trials > 0. At real (weighted) counts the same Beta quantiles are
+    evaluated, which for integer weights is the exact interval of the
+    sample with repeated points.
+    """
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
     tail = (1 - confidence) / 2
-    with np.errstate(invalid="ignore"):
-        lower = np.where(k > 0, stats.beta.ppf(tail, k, trials - k + 1), 0.0)
-        upper = np.where(k < trials, stats.beta.ppf(1 - tail, k + 1, trials - k), 1.0)
+    # the Beta parameters are kept positive where np.where discards the quantile
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = np.where(k > 0, stats.beta.ppf(tail, np.maximum(k, 1e-300), n - k + 1), 0.0)
+        upper = np.where(k < n, stats.beta.ppf(1 - tail, k + 1, np.maximum(n - k, 1e-300)),
+                         1.0)
     return np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
 
 
+def _grouped(cum: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per-group totals (R, groups) from cumulative sums (R, N) at the group ends."""
+    return np.diff(cum[:, ends], axis=1, prepend=0.0)
+
+
+def weighted_auroc(score: np.ndarray, positive: np.ndarray, W: np.ndarray,
+                   order: np.ndarray) -> np.ndarray:
+    """Weighted Mann–Whitney AUROC, P(score⁺ > score⁻) + ½ P(tie), per row of W (R, N); (R,).
+
+    ``order``: the stable ascending order of ``score`` (a caller scoring many
+    weightings sorts once). NaN where a row gives positives or negatives no
+    weight.
+    """
+    ends = group_ends(score[order])
+    Ws = W[:, order]
+    pos = _grouped(np.cumsum(Ws * positive[order], axis=1), ends)
+    neg = _grouped(np.cumsum(Ws * ~positive[order], axis=1), ends)
+    below = np.cumsum(neg, axis=1) - neg
+    total_pos, total_neg = pos.sum(axis=1), neg.sum(axis=1)
+    return ratio(np.sum(pos * (below + 0.5 * neg), axis=1), total_pos * total_neg)
+
+
+def detection_auroc(scores: object, is_target: object, *, sample_weight: object = None
+                    ) -> float | np.ndarray:
+    """Area under the detection ROC: P(target scores above background), ties one half.
+
+    The ``auroc`` of :func:`detection_roc`, here with optional frequency weights.
+
+    Parameters
+    ----------
+    scores : array of shape (N,)
+    is_target : array of shape (N,)
+        At least one target and one background point.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, finite and ≥ 0; leading axes are replicates.
+
+    Returns
+    -------
+    float in [0, 1], or ndarray of shape (R,) for (R, N) ``sample_weight``
+        NaN for a weighting that gives all targets or all background weight 0.
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> uz.metrics.detection_auroc([0.9, 0.8, 0.8, 0.1], [1, 1, 0, 0])
+    0.875
+    >>> uz.metrics.detection_auroc([0.9, 0.8, 0.8, 0.1], [1, 1, 0, 0],
+    ...                            sample_weight=[1, 0, 1, 1])
+    1.0
+
+    References
+    ----------
+    Hanley, J. A., McNeil, B. J. (1982). The meaning and use of the area under
+    a receiver operating characteristic (ROC) curve. Radiology 143(1), 29–36.
+    """
+    s, mask = _check_inputs(scores, is_target)
+    if sample_weight is None:
+        return detection_roc(s, mask).auroc
+    W = check_sample_weight(sample_weight, s.shape[0])
+    return unstack(weighted_auroc(s, mask, W, np.argsort(s, kind="stable")), sample_weight)
+
+
+def weighted_pd_at_far(score: np.ndarray, target: np.ndarray, W: np.ndarray,
+                       fars: np.ndarray, order: np.ndarray, confidence: float) -> PdAtFar:
+    """:func:`pd_at_far` for each row of weights W (R, N): a PdAtFar of (R, F) arrays.
+
+    The threshold is the lowest whose weighted false-alarm rate is ≤ far.
+    ``order``: the stable descending order of ``score``. Pd is NaN for a row
+    that gives the targets or the background no weight.
+    """
+    s = score[order]
+    ends = group_ends(s)
+    Ws = W[:, order]
+    R = W.shape[0]
+    zero = np.zeros((R, 1))
+    tp = np.concatenate([zero, np.cumsum(Ws * target[order], axis=1)[:, ends]], axis=1)
+    fp = np.concatenate([zero, np.cumsum(Ws * ~target[order], axis=1)[:, ends]], axis=1)
+    n_pos, n_neg = tp[:, -1], fp[:, -1]
+    rate = ratio(fp, n_neg[:, None])
+    # fp is non-decreasing: the last point within budget is the lowest threshold
+    idx = np.maximum(np.sum(rate[:, :, None] <= fars[None, None, :], axis=1) - 1, 0)   # (R, F)
+    rows = np.arange(R)[:, None]
+    detected = tp[rows, idx]
+    lower, upper = clopper_pearson_bounds(detected, n_pos[:, None], confidence)
+    thresholds = np.concatenate([[np.inf], s[ends]])
+    return PdAtFar(far=np.broadcast_to(fars, idx.shape).copy(),
+                   pd=ratio(detected, n_pos[:, None]), lower=lower, upper=upper,
+                   threshold=thresholds[idx], far_achieved=rate[rows, idx],
+                   n_detected=detected, n_targets=n_pos, n_background=n_neg,
+                   confidence=confidence)
+
+
 def pd_at_far(scores: object, is_target: object, far: object = DEFAULT_FARS,
-              confidence: float = 0.95) -> PdAtFar:
+              confidence: float = 0.95, *, sample_weight: object = None) -> PdAtFar:
     """Probability of detection at fixed false-alarm rates, with exact intervals.
 
     Convention: for each requested rate, the threshold τ is the lowest score
@@ -354,11 +470,17 @@ def pd_at_far(scores: object, is_target: object, far: object = DEFAULT_FARS,
         False-alarm rates; default 10⁻³ and 10⁻².
     confidence : float in (0, 1)
         Level of the interval on Pd.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, finite and ≥ 0 (module notes): counts become total
+        weights, and the interval is the Clopper–Pearson formula at the
+        weighted counts -- exact for integer weights, a continuation for
+        real ones. Leading axes are replicates.
 
     Returns
     -------
     PdAtFar
-        Arrays of shape (F,) in the order of ``far``.
+        Arrays of shape (F,) in the order of ``far``; (R, F) for (R, N)
+        ``sample_weight``.
 
     Examples
     --------
@@ -383,6 +505,14 @@ def pd_at_far(scores: object, is_target: object, far: object = DEFAULT_FARS,
     fars = _check_fars(far)
     confidence = check_float(confidence, "confidence", low=0.0, high=1.0, low_open=True,
                              high_open=True)
+    if sample_weight is not None:
+        W = check_sample_weight(sample_weight, s.shape[0])
+        res = weighted_pd_at_far(s, mask, W, fars, np.argsort(-s, kind="stable"), confidence)
+        if np.asarray(sample_weight).ndim == 2:
+            return res
+        return dataclasses.replace(
+            res, **{f.name: getattr(res, f.name)[0] for f in dataclasses.fields(res)
+                    if f.name != "confidence"})
     thresholds, tp, fp = _roc_counts(s, mask)
     n_pos = int(mask.sum())
     n_neg = mask.shape[0] - n_pos

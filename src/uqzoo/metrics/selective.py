@@ -8,6 +8,14 @@ the argmax of ``probs``; the loss is the 0/1 misclassification.
 All of these need a global sort of N scores. The evaluator computes them
 exactly on the (N, K) posterior-mean probabilities, which fit in memory even
 for 10^7 points (the streaming path never holds the (S, N, K) draws).
+
+AURC, E-AURC, AUARC, the misclassification AUROC, accuracy and balanced
+accuracy take ``sample_weight``: frequency weights, as scikit-learn's. With
+integer weights each equals the unweighted metric of the sample in which
+point i appears w_i times (coverage and rejection are counted in units of
+weight; a point straddling an AUARC grid position is split). A (R, N)
+``sample_weight`` is R weightings of the same points (the bootstrap's
+replicates) and gives R values; the sort is shared by all R.
 """
 
 from __future__ import annotations
@@ -15,10 +23,20 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from uqzoo._validation import check_choice
-from uqzoo.metrics._common import check_probs_and_labels, check_scores
+from uqzoo.metrics._common import (
+    check_probs_and_labels,
+    check_sample_weight,
+    check_scores,
+    group_ends,
+    ratio,
+    total_weight,
+    unstack,
+    weighted_mean,
+)
+from uqzoo.metrics.detection import weighted_auroc
 
 __all__ = [
     "RiskCoverageCurve",
@@ -36,6 +54,7 @@ EAURC_OPTIMA = ("exact", "asymptotic")
 # How AUARC scales its rejection axis: by the last rejection count of the grid
 # (the authors' code), or by N.
 AUARC_X_AXES = ("k_over_kmax", "k_over_n")
+_EULER_GAMMA = 0.5772156649015329
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -126,8 +145,79 @@ def _aurc(error: np.ndarray, conf: np.ndarray, method: str) -> float:
     return float(np.mean(np.cumsum(error[order]) / k))
 
 
+def _harmonic(x: np.ndarray) -> np.ndarray:
+    """H(x) = ψ(x + 1) + γ: the harmonic numbers, continued to real x ≥ 0."""
+    return special.digamma(x + 1.0) + _EULER_GAMMA
+
+
+def weighted_aurc(error: np.ndarray, conf: np.ndarray, W: np.ndarray, n: np.ndarray,
+                  order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tie-aware trapezoid AURC, mean-over-k AURC) for each row of weights W (R, N); (R,) each.
+
+    Coverage is counted in units of weight. ``n`` (R,): the rows' total
+    weights (:func:`~uqzoo.metrics._common.total_weight`); ``order``: the
+    stable descending order of ``conf`` (a caller scoring many weightings
+    sorts once). Mean over k: point j fills positions K_{j-1}+1 .. K_j of the
+    expanded order, each adding its running risk, summed in closed form with
+    harmonic numbers H(x) = ψ(x + 1) + γ.
+    """
+    c = conf[order]
+    e = error[order].astype(np.float64)
+    Ws = W[:, order]
+    cum_w = np.cumsum(Ws, axis=1)
+    cum_e = np.cumsum(Ws * e, axis=1)
+    ends = group_ends(c)
+    kept, errs = cum_w[:, ends], cum_e[:, ends]
+    risk = ratio(errs, kept)
+    first = np.argmax(kept > 0, axis=1)
+    risk0 = risk[np.arange(risk.shape[0]), first]
+    risk = np.where(kept > 0, risk, risk0[:, None])
+    x = np.concatenate([np.zeros((kept.shape[0], 1)), kept / n[:, None]], axis=1)
+    r = np.concatenate([risk0[:, None], risk], axis=1)
+    trapezoid = np.sum(np.diff(x, axis=1) * (r[:, 1:] + r[:, :-1]) / 2, axis=1)
+    # Σ_k (E_{j-1} + e_j (k − K_{j-1})) / k over point j's positions is
+    # (E_{j-1} − e_j K_{j-1}) (H(K_j) − H(K_{j-1})) + e_j w_j. K_{j-1} is the
+    # running total before point j, so H(K_{j-1}) is H(K_j) shifted by one
+    # point: one digamma pass, not two
+    H_end = _harmonic(cum_w)
+    H_before = np.concatenate([np.zeros((H_end.shape[0], 1)), H_end[:, :-1]], axis=1)
+    before_w = cum_w - Ws
+    before_e = cum_e - Ws * e
+    mean_over_k = np.sum((before_e - e * before_w) * (H_end - H_before) + e * Ws, axis=1) / n
+    return trapezoid, mean_over_k
+
+
+def optimal_aurc_real(n: np.ndarray, n_errors: np.ndarray, method: str = "trapezoid"
+                      ) -> np.ndarray:
+    """AURC of an oracle with n points and E errors, both real (total weights), shape (R,).
+
+    The risk after k = 1..n points is max(k − (n − E), 0) / k (the grid
+    k = 1..⌊n⌋ for real n); closed form with harmonic numbers, equal to
+    :func:`optimal_aurc` at integer n and E.
+    """
+    E = np.asarray(n_errors, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    c = n - E                                         # correct points ranked first
+    a = np.floor(c) + 1                               # first k with positive risk
+    a = np.clip(a, 1, n + 1)
+    count = np.floor(n) - a + 1                       # k = a .. n
+    total = count - c * (_harmonic(np.floor(n)) - _harmonic(a - 1))
+    total = np.where(count > 0, total, 0.0)
+    if method == "mean_over_k":
+        return total / n
+    r1 = np.maximum(1 - c, 0.0)                       # risk at k = 1, repeated at coverage 0
+    rn = np.maximum(n - c, 0.0) / n
+    return (total + (r1 - rn) / 2) / n
+
+
+def _weighted_prepare(probs: object, y: object, confidence: object, sample_weight: object
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    p, labels, error, conf = _prepare(probs, y, confidence)
+    return p, labels, error, conf, check_sample_weight(sample_weight, p.shape[0])
+
+
 def aurc(probs: object, y: object, *, confidence: object = None,
-         method: str = "trapezoid") -> float:
+         method: str = "trapezoid", sample_weight: object = None) -> float | np.ndarray:
     """Area under the risk–coverage curve.
 
     Parameters
@@ -144,10 +234,13 @@ def aurc(probs: object, y: object, *, confidence: object = None,
         ``"mean_over_k"``: the classic (1/N) Σ_k risk(top k) of Geifman et
         al.'s code, which ranks tied points in input order (a stable sort),
         so with ties its value depends on that order.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, finite and ≥ 0 (module notes); leading axes are
+        replicates.
 
     Returns
     -------
-    float in [0, 1]
+    float in [0, 1], or ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -155,6 +248,10 @@ def aurc(probs: object, y: object, *, confidence: object = None,
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> round(uz.metrics.aurc(p, [0, 1, 0, 0]), 6)
     0.354167
+    >>> w = [1, 2, 0, 1]                     # the sample p0, p1, p1, p3
+    >>> bool(np.isclose(uz.metrics.aurc(p, [0, 1, 0, 0], sample_weight=w),
+    ...                 uz.metrics.aurc(p[[0, 1, 1, 3]], [0, 1, 1, 0])))
+    True
 
     References
     ----------
@@ -162,6 +259,10 @@ def aurc(probs: object, y: object, *, confidence: object = None,
     estimation for deep neural classifiers. ICLR.
     """
     method = check_choice(method, "method", AURC_METHODS)
+    if sample_weight is not None:
+        _, _, error, conf, W = _weighted_prepare(probs, y, confidence, sample_weight)
+        both = weighted_aurc(error, conf, W, total_weight(W), np.argsort(-conf, kind="stable"))
+        return unstack(both[AURC_METHODS.index(method)], sample_weight)
     _, _, error, conf = _prepare(probs, y, confidence)
     return _aurc(error, conf, method)
 
@@ -177,7 +278,8 @@ def optimal_aurc(n: int, n_errors: int, method: str = "trapezoid") -> float:
 
 
 def eaurc(probs: object, y: object, *, confidence: object = None,
-          method: str = "trapezoid", optimum: str = "exact") -> float:
+          method: str = "trapezoid", optimum: str = "exact",
+          sample_weight: object = None) -> float | np.ndarray:
     """Excess AURC: AURC minus the AURC of a perfect ranking with the same errors.
 
     Parameters
@@ -190,10 +292,14 @@ def eaurc(probs: object, y: object, *, confidence: object = None,
         ties (risk max(0, k − (N − E)) / k after k points).
         ``"asymptotic"``: Geifman et al.'s r + (1 − r) ln(1 − r), r = E / N,
         the N → ∞ limit, used by most published code.
+        With ``sample_weight``, N and E are the total weights of all points
+        and of the errors.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, as :func:`aurc`.
 
     Returns
     -------
-    float
+    float, or ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -209,6 +315,18 @@ def eaurc(probs: object, y: object, *, confidence: object = None,
     """
     method = check_choice(method, "method", AURC_METHODS)
     optimum = check_choice(optimum, "optimum", EAURC_OPTIMA)
+    if sample_weight is not None:
+        _, _, error, conf, W = _weighted_prepare(probs, y, confidence, sample_weight)
+        n_w = total_weight(W)
+        area = weighted_aurc(error, conf, W, n_w, np.argsort(-conf, kind="stable"))
+        E = W @ error.astype(np.float64)
+        if optimum == "exact":
+            oracle = optimal_aurc_real(n_w, E, method)
+        else:
+            r = np.minimum(E / n_w, 1.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                oracle = np.where(r < 1, r + (1 - r) * np.log1p(-r), 1.0)
+        return unstack(area[AURC_METHODS.index(method)] - oracle, sample_weight)
     _, _, error, conf = _prepare(probs, y, confidence)
     n, n_err = error.shape[0], int(error.sum())
     if optimum == "exact":
@@ -226,8 +344,48 @@ def _balanced_accuracy(labels: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(hits / total))
 
 
+def weighted_auarc(labels: np.ndarray, hit: np.ndarray, n_classes: int, W: np.ndarray,
+                   n: np.ndarray, order: np.ndarray, x_axis: str = "k_over_kmax"
+                   ) -> np.ndarray:
+    """AUARC for each row of weights W (R, N), rejection counted in units of weight; (R,).
+
+    Row r rejects k = 0, s, 2s, ... < ⌊n_r⌋ units of weight (s = max(1,
+    ⌊n_r⌋ // 1000)) from the least confident end; a point that straddles k
+    is split. ``n`` (R,): the rows' total weights; ``order``: the stable
+    ascending order of the confidence; ``x_axis`` as :func:`auarc` (x = k /
+    n_r for ``"k_over_n"``).
+    """
+    N, K = labels.shape[0], n_classes
+    ys, hs = labels[order], hit[order]
+    is_c = (ys[:, None] == np.arange(K)[None, :]).astype(np.float64)               # (N, K)
+    out = np.full(W.shape[0], np.nan)
+    for r in range(W.shape[0]):
+        w = W[r, order]
+        total = int(np.floor(n[r]))
+        step = max(1, total // 1000)
+        ks = np.arange(0, total, step, dtype=np.float64)
+        if ks.shape[0] < (2 if x_axis == "k_over_kmax" else 1):
+            continue                                     # k_max = 0: no rejection axis
+        cum_w = np.concatenate([[0.0], np.cumsum(w)])
+        cum_c = np.concatenate([np.zeros((1, K)), np.cumsum(w[:, None] * is_c, axis=0)])
+        cum_h = np.concatenate([np.zeros((1, K)),
+                                np.cumsum((w * hs)[:, None] * is_c, axis=0)])
+        # points wholly rejected before position k: j = #{i : cum_w[i + 1] ≤ k}
+        j = np.searchsorted(cum_w[1:], ks, side="right")
+        partial = np.where(j < N, ks - cum_w[j], 0.0)[:, None]
+        jj = np.minimum(j, N - 1)
+        kept = cum_c[-1] - cum_c[j] - partial * is_c[jj]                          # (ks, K)
+        kept_hit = cum_h[-1] - cum_h[j] - partial * (is_c[jj] * hs[jj, None])
+        # "still present": above the rounding of cumulative sums of real weights
+        present = kept > 16 * N * np.finfo(np.float64).eps * n[r]
+        recall = np.where(present, ratio(kept_hit, kept), 0.0)
+        bacc = recall.sum(axis=1) / present.sum(axis=1)
+        out[r] = np.trapezoid(bacc, ks / (ks[-1] if x_axis == "k_over_kmax" else n[r]))
+    return out
+
+
 def auarc(probs: object, y: object, *, confidence: object = None,
-          x_axis: str = "k_over_kmax") -> float:
+          x_axis: str = "k_over_kmax", sample_weight: object = None) -> float | np.ndarray:
     """Area under the balanced-accuracy–rejection curve (Mehrtens et al. 2023).
 
     Points are sorted by confidence ascending (stable) and the k least
@@ -253,10 +411,13 @@ def auarc(probs: object, y: object, *, confidence: object = None,
         s = 1), so the area is smaller by about that factor. It is this
         library's earlier convention, kept for comparison with results
         computed that way.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, as :func:`aurc`: N becomes the total weight
+        (rounded down on the grid) and k counts units of weight.
 
     Returns
     -------
-    float
+    float, or ndarray of shape (R,) for (R, N) ``sample_weight``
         NaN for ``"k_over_kmax"`` when N = 1 (k_max = 0: no rejection axis).
 
     Examples
@@ -276,6 +437,10 @@ def auarc(probs: object, y: object, *, confidence: object = None,
     Code: https://github.com/DBO-DKFZ/uncertainty-benchmark
     """
     x_axis = check_choice(x_axis, "x_axis", AUARC_X_AXES)
+    if sample_weight is not None:
+        p, labels, error, conf, W = _weighted_prepare(probs, y, confidence, sample_weight)
+        return unstack(weighted_auarc(labels, ~error, p.shape[1], W, total_weight(W),
+                                      np.argsort(conf, kind="stable"), x_axis), sample_weight)
     p, labels, error, conf = _prepare(probs, y, confidence)
     n, K = p.shape
     step = max(1, n // 1000)
@@ -303,7 +468,8 @@ def auarc(probs: object, y: object, *, confidence: object = None,
     return float(np.trapezoid(bacc, ks / k_max))
 
 
-def misclassification_auroc(probs: object, y: object, *, confidence: object = None) -> float:
+def misclassification_auroc(probs: object, y: object, *, confidence: object = None,
+                            sample_weight: object = None) -> float | np.ndarray:
     """AUROC of the confidence for telling correct predictions from errors.
 
     The probability that a random correct point is ranked above a random
@@ -317,10 +483,12 @@ def misclassification_auroc(probs: object, y: object, *, confidence: object = No
     y : array of shape (N,)
     confidence : array of shape (N,), optional
         Default max_k p_k.
+    sample_weight : array of shape (N,) or (R, N), optional
+        Frequency weights, as :func:`aurc` (a weighted Mann–Whitney statistic).
 
     Returns
     -------
-    float in [0, 1] or NaN
+    float in [0, 1] or NaN; ndarray of shape (R,) for (R, N) ``sample_weight``
 
     Examples
     --------
@@ -329,6 +497,10 @@ def misclassification_auroc(probs: object, y: object, *, confidence: object = No
     >>> round(uz.metrics.misclassification_auroc(p, [0, 1, 0, 0]), 6)
     0.5
     """
+    if sample_weight is not None:
+        _, _, error, conf, W = _weighted_prepare(probs, y, confidence, sample_weight)
+        return unstack(weighted_auroc(conf, ~error, W, np.argsort(conf, kind="stable")),
+                       sample_weight)
     _, _, error, conf = _prepare(probs, y, confidence)
     n_err = int(error.sum())
     n_ok = error.shape[0] - n_err
@@ -338,21 +510,47 @@ def misclassification_auroc(probs: object, y: object, *, confidence: object = No
     return float((ranks[~error].sum() - n_ok * (n_ok + 1) / 2) / (n_ok * n_err))
 
 
-def accuracy(probs: object, y: object) -> float:
+def accuracy(probs: object, y: object, *, sample_weight: object = None) -> float | np.ndarray:
     """Fraction of points whose argmax class equals the label.
+
+    ``sample_weight`` (N,) or (R, N): frequency weights, the weighted
+    fraction; leading axes are replicates (R values).
 
     Examples
     --------
     >>> import numpy as np, uqzoo as uz
     >>> uz.metrics.accuracy(np.array([[0.9, 0.1], [0.4, 0.6]]), [0, 0])
     0.5
+    >>> uz.metrics.accuracy(np.array([[0.9, 0.1], [0.4, 0.6]]), [0, 0], sample_weight=[3, 1])
+    0.75
     """
     p, labels = check_probs_and_labels(probs, y)
-    return float(np.mean(p.argmax(axis=1) == labels))
+    hit = p.argmax(axis=1) == labels
+    if sample_weight is not None:
+        W = check_sample_weight(sample_weight, p.shape[0])
+        return unstack(weighted_mean(hit.astype(np.float64), W), sample_weight)
+    return float(np.mean(hit))
 
 
-def balanced_accuracy(probs: object, y: object) -> float:
+def class_recalls(class_hits: np.ndarray, class_weights: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(recall (R, K), balanced accuracy (R,)) from weighted hits and weights per class (R, K).
+
+    Balanced accuracy is the mean recall over the classes with positive
+    weight; a class without weight has recall NaN.
+    """
+    recall = ratio(class_hits, class_weights)
+    present = class_weights > 0
+    return recall, np.sum(np.where(present, recall, 0.0), axis=1) / present.sum(axis=1)
+
+
+def balanced_accuracy(probs: object, y: object, *, sample_weight: object = None
+                      ) -> float | np.ndarray:
     """Mean recall over the classes present in ``y`` (scikit-learn's definition).
+
+    ``sample_weight`` (N,) or (R, N): frequency weights (recall of class k =
+    weight of its hits / weight of its points; classes of zero weight are
+    absent); leading axes are replicates.
 
     Examples
     --------
@@ -360,6 +558,14 @@ def balanced_accuracy(probs: object, y: object) -> float:
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.4, 0.6]])
     >>> uz.metrics.balanced_accuracy(p, [0, 1, 1])
     0.75
+    >>> uz.metrics.balanced_accuracy(p, [0, 1, 1], sample_weight=[1, 1, 3])
+    0.875
     """
     p, labels = check_probs_and_labels(probs, y)
-    return _balanced_accuracy(labels, p.argmax(axis=1))
+    pred = p.argmax(axis=1)
+    if sample_weight is not None:
+        W = check_sample_weight(sample_weight, p.shape[0])
+        onehot = (labels[:, None] == np.arange(p.shape[1])[None, :]).astype(np.float64)
+        _, balanced = class_recalls(W @ (onehot * (pred == labels)[:, None]), W @ onehot)
+        return unstack(balanced, sample_weight)
+    return _balanced_accuracy(labels, pred)
