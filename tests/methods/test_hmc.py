@@ -14,6 +14,7 @@ from scipy import optimize, stats
 
 import uqzoo as uz
 from uqzoo.methods import _diagnostics, hmc
+from uqzoo.nets import numpyro_model
 
 K_SE = 4.0
 
@@ -153,7 +154,7 @@ def test_draws_match_numpyro_mcmc_within_monte_carlo_error(logistic):
     settings = dict(num_warmup=300, num_chains=2)
     post = uz.fit("hmc", spec, data, seed=3, progress_bar=False, num_samples=2000, **settings)
     # NumPyro's num_samples is per chain, uqzoo's the total.
-    mcmc = MCMC(NUTS(hmc._numpyro_model(spec, hierarchical=False)), chain_method="sequential",
+    mcmc = MCMC(NUTS(numpyro_model.bayesian_mlp(spec)), chain_method="sequential",
                 progress_bar=False, num_samples=1000, **settings)
     mcmc.run(jax.random.key(3), data.X_train.astype(np.float32), data.y_train.astype(np.int32))
     samples = mcmc.get_samples(group_by_chain=True)
@@ -197,7 +198,7 @@ def test_driver_runs_the_chain_numpyro_mcmc_runs_from_the_same_state(logistic):
     start = program.init(z0, jax.random.wrap_key_data(key_data), X, y)
     # NUTS's defaults (target 0.8, depth 10, diagonal mass): uqzoo's defaults
     # must equal them, or the adaptation would differ.
-    mcmc = MCMC(NUTS(hmc._numpyro_model(spec, hierarchical=False)), num_warmup=cfg.num_warmup,
+    mcmc = MCMC(NUTS(numpyro_model.bayesian_mlp(spec)), num_warmup=cfg.num_warmup,
                 num_samples=cfg.num_warmup + cfg.num_samples, progress_bar=False)
     mcmc.post_warmup_state = start
     mcmc.run(start.rng_key, X, y)

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import uqzoo as uz
-from _float32_reference import ELEMENTWISE_ULPS, U32, forward64, gamma
 from uqzoo.methods import mfvi
 
 SEEDS = (0, 1, 2, 3)
@@ -139,69 +138,6 @@ def test_pyro_backend_agrees_with_numpyro():
     sd = numpyro_fits.std(0, ddof=1)
     diff = pyro_fit.diagnostics["q_mean"] - numpyro_fits.mean(0)
     assert np.all(np.abs(diff) < K_SE * sd * np.sqrt(1 + 1 / len(SEEDS))), (diff, sd)
-
-
-def _shared_log_joint(spec, params, X, y, w):
-    """log p(θ) + Σ w_i log p(y_i | x_i, θ) from the model core in float64, and Σ |terms|."""
-    import jax
-
-    from uqzoo.nets import jax as jnet
-
-    with jax.enable_x64():
-        p64 = {k: jax.numpy.asarray(v, dtype=jax.numpy.float64) for k, v in params.items()}
-        X64 = jax.numpy.asarray(X, dtype=jax.numpy.float64)
-        terms = w * np.asarray(jnet.log_likelihood_terms(spec, jnet.forward_logits(spec, p64, X64),
-                                                         y))
-        prior = float(jnet.log_prior(spec, p64))
-        magnitude = float(np.abs(np.asarray(terms)).sum()) + sum(
-            float(np.sum(0.5 * (np.asarray(v) / spec.prior_sd(k)) ** 2 + abs(
-                np.log(spec.prior_sd(k)) + 0.5 * np.log(2 * np.pi)))) for k, v in params.items())
-        return prior + float(np.asarray(terms).sum()), magnitude
-
-
-@pytest.mark.parametrize("class_weight", [None, "balanced"])
-@pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("backend", ["numpyro", "pyro"])
-def test_models_are_the_shared_prior_and_likelihood(backend, n_classes, class_weight):
-    """The VI target of either backend is the model core's log prior + (weighted)
-    log-likelihood; class weights multiply each row's term by c_{y_i}."""
-    from uqzoo.methods._config import row_weights
-
-    spec = uz.MLPSpec(4, n_classes, hidden=(5,), prior_scale=0.7)
-    rng = np.random.default_rng(n_classes)
-    X = rng.normal(size=(30, 4)).astype(np.float32)
-    y = rng.integers(0, n_classes, size=30)
-    w = row_weights(class_weight, y, n_classes)
-    w = np.ones(30, np.float32) if w is None else w
-    params = spec.init_params(1)
-    if backend == "numpyro":
-        import jax.numpy as jnp
-        from numpyro.infer.util import log_density
-
-        got, _ = log_density(mfvi._numpyro_mlp_model(spec, None),
-                             (jnp.asarray(X), jnp.asarray(y, dtype=jnp.int32), jnp.asarray(w),
-                              1.0), {},
-                             {k: jnp.asarray(v) for k, v in params.items()})
-    else:
-        import pyro
-        import torch
-
-        model = pyro.poutine.condition(mfvi._pyro_mlp_model(spec, None),
-                                       data={k: torch.as_tensor(v) for k, v in params.items()})
-        got = pyro.poutine.trace(model).get_trace(
-            torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(w), 1.0).log_prob_sum()
-    expected, magnitude = _shared_log_joint(spec, params, X, y, w)
-    # Each side is a float32 evaluation of the same sum. Its rounding: the sum
-    # of P + N terms in any order (γ_n) and a few ulp per term for
-    # exp/log/softplus, relative to Σ |terms|; plus the float32 logits' own
-    # error (the worst-case bound of _float32_reference), through a
-    # log-likelihood that moves by at most twice a logit's change (σ' ≤ 1,
-    # and a softmax shift of every logit). Twice that: two such evaluations.
-    _, logit_bound = forward64(spec, params, X)
-    n_terms = spec.n_params + X.shape[0]
-    tol = 2 * (gamma(n_terms) * magnitude + ELEMENTWISE_ULPS * U32 * magnitude
-               + 2 * (w * logit_bound.max(axis=1)).sum())
-    assert abs(float(got) - expected) <= tol
 
 
 @pytest.mark.parametrize("option, value", [

@@ -102,6 +102,7 @@ from uqzoo.methods._config import (
     check_members,
     config_dict,
 )
+from uqzoo.nets import sites
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -286,91 +287,44 @@ class Config:
         return self.num_samples // self.num_chains
 
 
-# -- the model, in both backends --------------------------------------------------------
+# -- the model's sites (the model itself: uqzoo.nets.numpyro_model / pyro_model) ----------
 
-def _site_shapes(spec: MLPSpec, hierarchical: bool) -> dict[str, tuple[int, ...]]:
-    """Latent sites and their shapes, all on the unconstrained (real) scale."""
-    out: dict[str, tuple[int, ...]] = {}
-    for key, shape in spec.param_shapes().items():
-        layer = int(key.split(".")[1])
-        if hierarchical and key.endswith(".weight"):
-            out[f"layer_scale.{layer}"] = ()
-        out[key + ("_std" if hierarchical else "")] = shape
-    return out
-
-
-def _to_layout(spec: MLPSpec, hierarchical: bool,
-               z: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    """Unconstrained draws (leading axes kept) to the shared layout, and the scales τ.
-
-    HalfNormal's support is the positive reals, which NumPyro and Pyro both
-    map to the real line with exp; so τ = exp(site value).
-    """
-    if not hierarchical:
-        return {k: np.asarray(z[k]) for k in spec.param_shapes()}, None
-    scales = np.stack([np.exp(np.asarray(z[f"layer_scale.{i}"], dtype=np.float64))
-                       for i in range(spec.n_layers)], axis=-1)
-    params = {}
-    for key, shape in spec.param_shapes().items():
-        layer = int(key.split(".")[1])
-        tau = scales[..., layer].reshape(scales.shape[:-1] + (1,) * len(shape))
-        params[key] = tau * _fan_in_factor(spec, key) * np.asarray(z[key + "_std"],
-                                                                   dtype=np.float64)
-    return params, scales
+# Private names kept for the benchmarks and tests that reach into this module.
+_site_shapes = sites.site_shapes
+_fan_in_factor = sites.fan_in_factor
+_first_layer_site = sites.first_layer_site
+_to_sites = sites.params_to_sites
+_to_layout = sites.sites_to_params
 
 
 def _numpyro_model(spec: MLPSpec, hierarchical: bool):
-    import numpyro
-    import numpyro.distributions as dist
+    """:func:`uqzoo.nets.numpyro_model.bayesian_mlp` taking ``model(X, y)``, y the labels
+    or (labels, row weights).
 
-    from uqzoo.nets.jax import forward_logits, log_likelihood, log_likelihood_terms
-
-    shapes = spec.param_shapes()
-
-    def model(X, y):
-        # y: the labels, or (labels, row weights) for a class-weighted likelihood
-        params = {}
-        for key, shape in shapes.items():
-            layer = int(key.split(".")[1])
-            if hierarchical:
-                if key.endswith(".weight"):
-                    scale = numpyro.sample(f"layer_scale.{layer}",
-                                           dist.HalfNormal(spec.prior_scale))
-                std = numpyro.sample(key + "_std",
-                                     dist.Normal(0.0, 1.0).expand(shape).to_event(len(shape)))
-                params[key] = scale * _fan_in_factor(spec, key) * std
-            else:
-                params[key] = numpyro.sample(
-                    key, dist.Normal(0.0, spec.prior_sd(key)).expand(shape)
-                    .to_event(len(shape)))
-        if isinstance(y, tuple):
-            labels, weights = y
-            terms = log_likelihood_terms(spec, forward_logits(spec, params, X), labels)
-            numpyro.factor("log_likelihood", (weights * terms).sum(-1))
-        else:
-            numpyro.factor("log_likelihood", log_likelihood(spec, params, X, y))
-
-    return model
-
-
-def _fan_in_factor(spec: MLPSpec, key: str) -> float:
-    """``prior_sd(key) / prior_scale``: 1/√fan_in for weights under the fan-in prior, else 1.
-
-    The hierarchical model's layer scale τ plays the part of ``prior_scale``.
+    The calling convention HMC's own model had before the NumPyro model was
+    shared, kept while callers (tests/methods/test_class_weight.py) move to
+    ``bayesian_mlp(spec, hierarchical)(X, y, weights)``.
     """
-    return spec.prior_sd(key) / spec.prior_scale
+    from uqzoo.nets import numpyro_model
+
+    model = numpyro_model.bayesian_mlp(spec, hierarchical)
+
+    def labels_or_pair(X, y):
+        return model(X, *y) if isinstance(y, tuple) else model(X, y)
+
+    return labels_or_pair
 
 
 def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
                     dtype) -> dict[str, np.ndarray]:
     """One chain's starting point on the unconstrained scale."""
-    sites = _site_shapes(spec, cfg.hierarchical)
+    shapes = sites.site_shapes(spec, cfg.hierarchical)
     if cfg.init == "uniform":
         return {k: rng.uniform(-_UNIFORM_RADIUS, _UNIFORM_RADIUS, size=s).astype(dtype)
-                for k, s in sites.items()}
+                for k, s in shapes.items()}
     if cfg.init == "prior":
         out = {}
-        for k, s in sites.items():
+        for k, s in shapes.items():
             if k.startswith("layer_scale."):
                 out[k] = np.log(np.abs(rng.normal(0.0, spec.prior_scale, size=s))).astype(dtype)
             else:
@@ -381,21 +335,23 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
     if not cfg.hierarchical:
         return {k: v.astype(dtype) for k, v in params.items()}
     out = {}
-    for k in sites:
+    for k in shapes:
         if k.startswith("layer_scale."):
             out[k] = np.asarray(math.log(spec.prior_scale), dtype=dtype)
         else:
             key = k[:-len("_std")]
-            out[k] = (params[key] / (spec.prior_scale * _fan_in_factor(spec, key))).astype(dtype)
+            out[k] = (params[key] / (spec.prior_scale * sites.fan_in_factor(spec, key))
+                      ).astype(dtype)
     return out
 
 
 # -- NumPyro: compiled programs, cached ---------------------------------------------------
 
 class _Program(NamedTuple):
-    init: Any        # (z0, key, X, y) -> HMCState
-    segment: Any     # (state, n, X, y, *, thinning) -> (state, buffers)
-    gradient: Any    # (z, X, y) -> (potential energy, its gradient): one leapfrog's work
+    init: Any        # (z0, key, X, y, weights=None) -> HMCState
+    segment: Any     # (state, n, X, y, weights, *, thinning) -> (state, buffers)
+    gradient: Any    # (z, X, y, weights=None) -> (potential energy, its gradient):
+                     # one leapfrog's work
 
 
 @functools.lru_cache(maxsize=16)
@@ -421,7 +377,9 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
     from numpyro.infer.hmc import hmc
     from numpyro.infer.util import initialize_model
 
-    model = _numpyro_model(spec, hierarchical)
+    from uqzoo.nets import numpyro_model
+
+    model = numpyro_model.bayesian_mlp(spec, hierarchical)
     float_dtype = np.float64 if float64 else np.float32
     with jax.enable_x64(float64):
         dummy = (jnp.zeros((2, spec.in_features), float_dtype), jnp.zeros((2,), jnp.int32))
@@ -429,15 +387,16 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
                                                      dynamic_args=True, model_args=dummy)
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_fn_gen, algo="NUTS")
 
-    def gradient(z, X, y):
-        return jax.value_and_grad(potential_fn_gen(X, y))(z)
+    # weights: each row's likelihood weight (N,), or None for ones.
+    def gradient(z, X, y, weights=None):
+        return jax.value_and_grad(potential_fn_gen(X, y, weights))(z)
 
-    def init(z0, key, X, y):
+    def init(z0, key, X, y, weights=None):
         return init_kernel(z0, num_warmup, dense_mass=dense_mass,
                            target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
-                           model_args=(X, y), rng_key=key)
+                           model_args=(X, y, weights), rng_key=key)
 
-    def segment(state, n, X, y, thinning):
+    def segment(state, n, X, y, weights, thinning):
         """Run n kept iterations (n ≤ _SEGMENT), each the last of ``thinning``."""
         def record(s, diverging, leapfrog):
             return {"z": s.z, "diverging": diverging, "acceptance_rate": s.accept_prob,
@@ -446,7 +405,7 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
 
         def thinned(_, carry):
             s, diverging, leapfrog = carry
-            s = sample_kernel(s, model_args=(X, y))
+            s = sample_kernel(s, model_args=(X, y, weights))
             return s, diverging | s.diverging, leapfrog + s.num_steps
 
         # Leapfrog counts take num_steps' integer type (int64 under x64).
@@ -464,12 +423,14 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
         return lax.fori_loop(0, n, body, (state, buffers))
 
     if vectorized:
-        init = jax.vmap(init, in_axes=(0, 0, None, None))
-        segment_one = segment
+        init_one, segment_one = init, segment
 
-        def segment(state, n, X, y, thinning):
+        def init(z0, key, X, y, weights=None):
+            return jax.vmap(init_one, in_axes=(0, 0, None, None, None))(z0, key, X, y, weights)
+
+        def segment(state, n, X, y, weights, thinning):
             return jax.vmap(functools.partial(segment_one, thinning=thinning),
-                            in_axes=(0, None, None, None))(state, n, X, y)
+                            in_axes=(0, None, None, None, None))(state, n, X, y, weights)
     return _Program(jax.jit(init), jax.jit(segment, static_argnames=("thinning",)),
                     jax.jit(gradient))
 
@@ -599,7 +560,8 @@ def _chain_starts(spec: MLPSpec, cfg: Config, seed: int, X: np.ndarray | None = 
         if X is None or y is None:
             raise InvalidInputError("init='map' needs the training data")
         starts = _map_starts(spec, cfg, [int(rng.integers(2**31)) for rng in rngs], X, y)
-        z0s = [_to_sites(spec, cfg.hierarchical, params, float_dtype) for params in starts]
+        z0s = [sites.params_to_sites(spec, cfg.hierarchical, params, float_dtype)
+               for params in starts]
     else:
         z0s = [_initial_values(spec, cfg, rng, float_dtype) for rng in rngs]
     return list(zip(z0s, keys, strict=True))
@@ -616,22 +578,6 @@ def _map_starts(spec: MLPSpec, cfg: Config, seeds: list[int], X: np.ndarray,
     return [{k: v[c] for k, v in result.params.items()} for c in range(len(seeds))]
 
 
-def _to_sites(spec: MLPSpec, hierarchical: bool, params: dict[str, np.ndarray],
-              dtype) -> dict[str, np.ndarray]:
-    """Network parameters to the model's unconstrained sites (τ_i = prior_scale if hierarchical)."""
-    if not hierarchical:
-        return {k: np.asarray(v, dtype=dtype) for k, v in params.items()}
-    out: dict[str, np.ndarray] = {}
-    for key in spec.param_shapes():
-        if key.endswith(".weight"):
-            out[f"layer_scale.{key.split('.')[1]}"] = np.asarray(math.log(spec.prior_scale),
-                                                                 dtype=dtype)
-        # w = τ · (prior_sd / prior_scale) · z with τ = prior_scale: z = w / prior_sd
-        out[key + "_std"] = (np.asarray(params[key], np.float64)
-                             / spec.prior_sd(key)).astype(dtype)
-    return out
-
-
 def _input_rotation(X: np.ndarray) -> np.ndarray:
     """V (D, D), orthogonal: the principal axes of the training inputs, largest first.
 
@@ -644,10 +590,6 @@ def _input_rotation(X: np.ndarray) -> np.ndarray:
     largest = np.argmax(np.abs(V), axis=0)
     signs = np.where(V[largest, np.arange(V.shape[1])] < 0, -1.0, 1.0)
     return np.ascontiguousarray(V * signs)
-
-
-def _first_layer_site(hierarchical: bool) -> str:
-    return "layers.0.weight" + ("_std" if hierarchical else "")
 
 
 def _cpu_devices() -> list:
@@ -669,7 +611,8 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
     X = X.astype(float_dtype)
     y = y.astype(np.int32)
     weights = _config.row_weights(cfg.class_weight, y, spec.n_classes)
-    targets = y if weights is None else (y, weights.astype(float_dtype))
+    if weights is not None:
+        weights = weights.astype(float_dtype)
     t_start = time.perf_counter()
     if cfg.init == "map":
         progress.phase("MAP warm start")
@@ -696,21 +639,21 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
 
         with jax.enable_x64(cfg.float64):
             key = jax.random.wrap_key_data(key_data)
-            Xd, yd = X, targets
+            Xd, yd, wd = X, y, weights
             if device is not None:
-                z0, key, Xd, yd = jax.device_put((z0, key, X, targets), device)
+                z0, key, Xd, yd, wd = jax.device_put((z0, key, X, y, weights), device)
             t0 = time.perf_counter()
-            state = program.init(z0, key, Xd, yd)
+            state = program.init(z0, key, Xd, yd, wd)
             # Compile the segment programs now, running zero iterations, so
             # that the progress estimate and the phase timings count sampling.
             for thin in sorted({1, cfg.thinning}):
-                jax.block_until_ready(program.segment(state, 0, Xd, yd, thinning=thin))
+                jax.block_until_ready(program.segment(state, 0, Xd, yd, wd, thinning=thin))
             t1 = time.perf_counter()
             progress.start()
             per_iteration: list[float] = []
             for n in _segments(cfg.num_warmup, per_iteration):
                 s0 = time.perf_counter()
-                state, buf = program.segment(state, n, Xd, yd, thinning=1)
+                state, buf = program.segment(state, n, Xd, yd, wd, thinning=1)
                 warm = collect(buf, n)
                 seconds = time.perf_counter() - s0
                 per_iteration.append(seconds / n)
@@ -724,7 +667,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
             per_draw = [per_iteration[-1] * cfg.thinning] if per_iteration else []
             for n in _segments(cfg.draws_per_chain, per_draw):
                 s0 = time.perf_counter()
-                state, buf = program.segment(state, n, Xd, yd, thinning=cfg.thinning)
+                state, buf = program.segment(state, n, Xd, yd, wd, thinning=cfg.thinning)
                 pieces.append(collect(buf, n))
                 seconds = time.perf_counter() - s0
                 per_draw.append(seconds / n)
@@ -785,14 +728,12 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
 def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
               progress: _Progress) -> tuple[dict, dict, dict]:
     try:
-        import pyro
-        import pyro.distributions as pdist
         from pyro.infer import MCMC, NUTS
+
+        from uqzoo.nets import pyro_model
     except ImportError as exc:  # an optional extra
         raise ImportError("backend='pyro' needs pyro-ppl: pip install 'uqzoo[pyro]'") from exc
     import torch
-
-    from uqzoo.nets import torch as tnet
 
     dtype = torch.float64 if cfg.float64 else torch.float32
     float_dtype = np.float64 if cfg.float64 else np.float32
@@ -801,27 +742,7 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
     yt = torch.tensor(np.array(y, dtype=np.int64))
     weights = _config.row_weights(cfg.class_weight, y, spec.n_classes)
     wt = None if weights is None else torch.tensor(weights.astype(float_dtype))
-    shapes = spec.param_shapes()
-
-    def model(X, y):
-        params = {}
-        for key, shape in shapes.items():
-            layer = int(key.split(".")[1])
-            if cfg.hierarchical:
-                if key.endswith(".weight"):
-                    scale = pyro.sample(f"layer_scale.{layer}",
-                                        pdist.HalfNormal(torch.tensor(spec.prior_scale,
-                                                                      dtype=dtype)))
-                std = pyro.sample(key + "_std", pdist.Normal(torch.zeros((), dtype=dtype), 1.0)
-                                  .expand(shape).to_event(len(shape)))
-                params[key] = scale * _fan_in_factor(spec, key) * std
-            else:
-                sd = torch.tensor(spec.prior_sd(key), dtype=dtype)
-                params[key] = pyro.sample(key, pdist.Normal(torch.zeros((), dtype=dtype), sd)
-                                          .expand(shape).to_event(len(shape)))
-        terms = tnet.log_likelihood_terms(spec, tnet.forward_logits(spec, params, X), y)
-        loglik = (terms if wt is None else wt * terms).sum()
-        pyro.factor("log_likelihood", loglik)
+    model = pyro_model.bayesian_mlp(spec, cfg.hierarchical, dtype=dtype)
 
     chain_seeds = np.random.SeedSequence(seed).spawn(cfg.num_chains)
     iterations = cfg.draws_per_chain * cfg.thinning
@@ -854,7 +775,7 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
                           jit_compile=cfg.jit_compile, ignore_jit_warnings=True)
             mcmc = MCMC(kernel, num_samples=iterations, warmup_steps=cfg.num_warmup,
                         num_chains=1, initial_params=z0, disable_progbar=True, hook_fn=hook)
-            mcmc.run(Xt, yt)
+            mcmc.run(Xt, yt, wt)
         samples = mcmc.get_samples()
         keep = slice(cfg.thinning - 1, None, cfg.thinning)
         z_chains.append({k: v.detach().numpy()[keep] for k, v in samples.items()})
@@ -965,7 +886,8 @@ def time_estimate(spec: MLPSpec, data, config: Config, *,
         X = np.asarray(data.X_train, dtype=float_dtype)
         y = np.asarray(data.y_train, dtype=np.int32)
         # The cost does not depend on the point: any parameter values will do.
-        z = _to_sites(spec, config.hierarchical, spec.init_params(0), float_dtype)
+        z = sites.params_to_sites(spec, config.hierarchical, spec.init_params(0),
+                                    float_dtype)
         jax.block_until_ready(program.gradient(z, X, y))        # compiles
         for _ in range(max(1, int(num_gradients))):
             t0 = time.perf_counter()
@@ -1040,10 +962,10 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     finally:
         progress.close()
     if rotation is not None:
-        site = _first_layer_site(config.hierarchical)
+        site = sites.first_layer_site(config.hierarchical)
         z[site] = np.asarray(z[site], dtype=np.float64) @ rotation.T   # W = W̃ Vᵀ
     chains, draws_per_chain = config.num_chains, config.draws_per_chain
-    params, scales = _to_layout(spec, config.hierarchical, z)
+    params, scales = sites.sites_to_params(spec, config.hierarchical, z)
     flat = {k: v.reshape((chains * draws_per_chain, *v.shape[2:])).astype(np.float32)
             for k, v in params.items()}
     if scales is not None:

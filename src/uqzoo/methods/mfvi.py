@@ -189,41 +189,15 @@ def kl_weight_at(cfg: Config, step):
 # -- NumPyro ------------------------------------------------------------------------------
 
 def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
-    """The Bayesian network as a NumPyro model ``model(X, y, w, kl_weight)``
-    (w: each row's likelihood weight).
+    """The shared NumPyro model, :func:`uqzoo.nets.numpyro_model.bayesian_mlp`, with the
+    spec's plain prior: ``model(X, y, weights, kl_weight)``.
 
-    Every weight and bias gets the spec's prior N(0, ``spec.prior_sd(key)``²) as a
-    sample site (what the guide approximates); the likelihood is the shared
-    one, :func:`uqzoo.nets.jax.log_likelihood_terms` of
-    :func:`uqzoo.nets.jax.forward_logits`, added as a factor.
+    Kept under its old name for callers outside uqzoo.methods
+    (tests/methods/test_class_weight.py).
     """
-    import numpyro
-    import numpyro.distributions as dist
+    from uqzoo.nets import numpyro_model
 
-    from uqzoo.nets import jax as jnet
-
-    def log_likelihood_terms(params, X, y):
-        return jnet.log_likelihood_terms(spec, jnet.forward_logits(spec, params, X), y)
-
-    def model(X, y, w, kl_weight):
-        # w: each row's likelihood weight (its class weight; ones for the posterior)
-        params = {}
-        with numpyro.handlers.scale(scale=kl_weight):
-            for key, shape in spec.param_shapes().items():
-                params[key] = numpyro.sample(
-                    key, dist.Normal(0.0, spec.prior_sd(key)).expand(shape).to_event(len(shape)))
-        n = X.shape[0]
-        if batch_size is None or batch_size >= n:
-            numpyro.factor("log_likelihood", (w * log_likelihood_terms(params, X, y)).sum())
-        else:
-            # The plate scales the minibatch log-likelihood by N / batch_size.
-            with numpyro.plate("data", n, subsample_size=batch_size):
-                Xb = numpyro.subsample(X, event_dim=1)
-                yb = numpyro.subsample(y, event_dim=0)
-                wb = numpyro.subsample(w, event_dim=0)
-                numpyro.factor("log_likelihood", wb * log_likelihood_terms(params, Xb, yb))
-
-    return model
+    return numpyro_model.bayesian_mlp(spec, False, batch_size)
 
 
 def _mean_field_guide(shapes: dict[str, tuple[int, ...]]):
@@ -336,47 +310,14 @@ def optimize_numpyro(model_factory: Callable, model_key: tuple, shapes: dict[str
 
 # -- Pyro ----------------------------------------------------------------------------------
 
-def _pyro_mlp_model(spec: MLPSpec, batch_size: int | None):
-    """The same model as :func:`_numpyro_mlp_model` in Pyro: ``model(X, y, w, kl_weight)``.
-
-    The prior is the spec's, N(0, ``spec.prior_sd(key)``²) per parameter (the
-    sites the guide approximates); the likelihood is the shared one,
-    :func:`uqzoo.nets.torch.log_likelihood_terms` of
-    :func:`uqzoo.nets.torch.forward_logits`.
-    """
-    import pyro
-    import pyro.distributions as pdist
-
-    from uqzoo.nets import torch as tnet
-
-    shapes = spec.param_shapes()
-
-    def log_likelihood_terms(params, X, y):
-        return tnet.log_likelihood_terms(spec, tnet.forward_logits(spec, params, X), y)
-
-    def model(X, y, w, kl_weight):
-        # w: each row's likelihood weight (its class weight; ones for the posterior)
-        with pyro.poutine.scale(scale=kl_weight):
-            params = {k: pyro.sample(k, pdist.Normal(0.0, spec.prior_sd(k)).expand(s)
-                                     .to_event(len(s))) for k, s in shapes.items()}
-        n = X.shape[0]
-        if batch_size is None or batch_size >= n:
-            pyro.factor("log_likelihood", (w * log_likelihood_terms(params, X, y)).sum())
-        else:
-            # The plate scales the minibatch log-likelihood by N / batch_size.
-            with pyro.plate("data", n, subsample_size=batch_size) as idx:
-                pyro.factor("log_likelihood",
-                            w[idx] * log_likelihood_terms(params, X[idx], y[idx]))
-
-    return model
-
-
 def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, w: np.ndarray,
                    init_loc: dict, cfg: Config, seed: int, progress_bar: bool):
     try:
         import pyro
         import pyro.distributions as pdist
         from pyro.infer import TraceMeanField_ELBO
+
+        from uqzoo.nets import pyro_model
     except ImportError as exc:  # an optional extra
         raise ImportError("backend='pyro' needs pyro-ppl: pip install 'uqzoo[pyro]'") from exc
     import torch
@@ -390,7 +331,7 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, w: np.ndarray,
     locs = {k: torch.tensor(init_loc[k], dtype=torch.float32, requires_grad=True) for k in shapes}
     rhos = {k: torch.full(s, rho0, dtype=torch.float32, requires_grad=True)
             for k, s in shapes.items()}
-    model = _pyro_mlp_model(spec, cfg.batch_size)
+    model = pyro_model.bayesian_mlp(spec, False, cfg.batch_size)
 
     def guide(X, y, w, kl_weight):
         with pyro.poutine.scale(scale=kl_weight):
@@ -479,8 +420,10 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     init_loc = spec.init_params(int(np.random.default_rng([seed, 0x1417]).integers(2**63)))
     shapes = spec.param_shapes()
     if config.backend == "numpyro":
+        from uqzoo.nets import numpyro_model
+
         loc, scale, losses = optimize_numpyro(
-            _numpyro_mlp_model, (spec, config.batch_size), shapes, init_loc,
+            numpyro_model.bayesian_mlp, (spec, False, config.batch_size), shapes, init_loc,
             (X, y.astype(np.int32), w), config, seed, progress_bar)
     else:
         loc, scale, losses = _optimize_pyro(spec, X, y, w, init_loc, config, seed,
