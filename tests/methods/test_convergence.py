@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import uqzoo as uz
-from uqzoo.methods import _diagnostics, _trainer
+from uqzoo.methods import _diagnostics, _trainer, hmc, mfvi, swag
 
 WINDOW = 20
 
@@ -39,8 +39,8 @@ def test_members_stop_where_the_windowed_rule_first_holds(plateau_run):
     for m, stop in enumerate(result.stopped_epoch):
         trace = result.loss[m, :stop].astype(np.float64)
         assert np.all(np.isfinite(trace)) and np.all(np.isnan(result.loss[m, stop:]))
-        holds, _, _ = _diagnostics.elbo_converged(trace, WINDOW, config.convergence_rtol)
-        before, _, _ = _diagnostics.elbo_converged(trace[:-1], WINDOW, config.convergence_rtol)
+        holds = _diagnostics.window_change(trace, WINDOW, config.convergence_rtol).steady
+        before = _diagnostics.window_change(trace[:-1], WINDOW, config.convergence_rtol).steady
         assert holds and not before, (m, stop)
     # Members stop on their own schedules, and the run ends when the last one does.
     assert result.loss.shape[1] >= result.stopped_epoch.max()
@@ -101,6 +101,49 @@ def test_early_stopping_is_the_rule_with_a_validation_split():
     result = _trainer.train(spec, X, y, init, cut, keys=keys, X_val=X_val, y_val=y_val)
     converged, messages = _trainer.convergence(result, cut)
     assert converged is False and "validation loss was still improving" in messages[0]
+
+
+def test_every_convergence_check_returns_one_type():
+    """The trainer's rule, SWAG's stationarity, MF-VI's ELBO check and HMC's R-hat gate
+    all answer with a Convergence: the verdict and one message per reason."""
+    Convergence = _diagnostics.Convergence
+    assert _trainer.Convergence is Convergence
+    rng = np.random.default_rng(0)
+    steady = 1.0 + 0.01 * rng.normal(size=(1, 200))
+    falling = np.linspace(2.0, 1.0, 200)[None]
+    assert swag.stationarity(steady, 100) == Convergence(True, ())
+    verdict = swag.stationarity(falling, 100)
+    assert type(verdict) is Convergence and verdict.converged is False
+    assert "still fell" in verdict.messages[0]
+
+    cfg = mfvi.Config(num_steps=200, convergence_window=50)
+    for losses, expected in ((steady[0], True), (falling[0], False)):
+        change = _diagnostics.window_change(losses, cfg.window, cfg.convergence_rtol)
+        verdict = mfvi.elbo_convergence(losses, change, cfg)
+        assert type(verdict) is Convergence and verdict.converged is expected
+        assert len(verdict.messages) == (not expected)
+    nan = np.r_[steady[0, :-1], np.nan]
+    verdict = mfvi.elbo_convergence(nan, _diagnostics.window_change(nan, 50, 1e-3), cfg)
+    assert verdict.converged is False and "non-finite" in verdict.messages[0]
+
+    cfg = hmc.Config(num_samples=40, num_chains=2)
+    good = {"num_divergent": 0, "rhat_predictive": np.array([[1.001], [1.004]])}
+    assert hmc._convergence(good, cfg, 40) == Convergence(True, ())
+    bad = {"num_divergent": 3, "rhat_predictive": np.array([[1.2], [np.nan]])}
+    verdict = hmc._convergence(bad, cfg, 40)
+    assert type(verdict) is Convergence and verdict.converged is False
+    assert "3 of 40" in verdict.messages[0] and "1.200" in verdict.messages[1]
+
+
+def test_window_change_is_the_windowed_rule():
+    """Steady when the last window's mean fell by at most max(rtol, 3 SE) (relative)
+    from the window before; not computed (NaN, not steady) when too short or non-finite."""
+    trace = np.r_[np.full(10, 2.0), np.full(10, 1.0)]
+    change = _diagnostics.window_change(trace, 10, 0.1)
+    assert change == _diagnostics.WindowChange(False, 1.0, 0.1)
+    assert _diagnostics.window_change(trace, 10, 1.0).steady
+    short = _diagnostics.window_change(trace, 11, 0.1)
+    assert not short.steady and np.isnan(short.relative_change) and np.isnan(short.tolerance)
 
 
 @pytest.mark.parametrize("method", ["ensemble", "bootstrap", "mc_dropout", "laplace"])

@@ -1,4 +1,12 @@
-"""Convergence diagnostics shared by the sampling and VI methods.
+"""Convergence diagnostics shared by the methods, and the one type their checks return.
+
+Every method's convergence check returns a :class:`Convergence` (the verdict
+and, when it is not converged, why): the MAP trainer's plateau or
+early-stopping rule (:func:`uqzoo.methods._trainer.convergence`), SWAG's
+stationarity check (:func:`uqzoo.methods.swag.stationarity`), MF-VI's ELBO
+check and HMC's divergence and R-hat gate. The statistics they are built on
+live here too: :func:`window_change` (the windowed decrease of a loss trace)
+and :func:`rhat_ess`.
 
 R-hat and ESS come from ArviZ (rank-normalised split R-hat, bulk and tail
 ESS; Vehtari et al. 2021). They are computed on quantities that mean the same
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,14 +36,58 @@ from uqzoo.spec import MLPSpec
 
 __all__ = [
     "RHAT_THRESHOLD",
-    "elbo_converged",
+    "Convergence",
+    "WindowChange",
     "layer_norms",
     "predictive_points",
     "rhat_ess",
+    "window_change",
 ]
 
 # Vehtari et al. (2021) recommend R-hat < 1.01 (the old 1.1 is too lax).
 RHAT_THRESHOLD = 1.01
+
+
+class Convergence(NamedTuple):
+    """What a convergence check found: the verdict, and why it is not converged.
+
+    Attributes
+    ----------
+    converged : bool or None
+        True when the check passed; False when it failed; None when there
+        was nothing to check (a MAP trainer config without a stopping rule:
+        ``convergence_window=None``, or SWAG's :class:`OptimizerConfig`, which
+        judges its own trajectory). A :class:`~uqzoo.Posterior` records it as
+        ``converged``.
+    messages : tuple of str
+        One message per reason it did not converge, each naming the numbers
+        and the option to change (empty when it converged).
+    """
+
+    converged: bool | None
+    messages: tuple[str, ...]
+
+
+class WindowChange(NamedTuple):
+    """:func:`window_change`'s result: has a loss trace stopped decreasing?
+
+    Attributes
+    ----------
+    steady : bool
+        The decrease is within the tolerance (False when it could not be
+        computed: too short a trace, or a non-finite loss in its last 2W steps).
+    relative_change : float
+        (mean of the W steps before the last W − mean of the last W) / |last
+        mean|: positive while the loss still falls. NaN when not computed.
+    tolerance : float
+        The decrease allowed, relative to |last mean|: max(rtol, 3 standard
+        errors of the difference of the two means / |last mean|). NaN when
+        not computed.
+    """
+
+    steady: bool
+    relative_change: float
+    tolerance: float
 
 
 def _arviz():
@@ -117,26 +170,43 @@ def predictive_points(seed: int, n_train: int, num_points: int) -> np.ndarray:
     return np.sort(rng.choice(n_train, size=k, replace=False)).astype(np.int64)
 
 
-def elbo_converged(losses: np.ndarray, window: int, rtol: float) -> tuple[bool, float, float]:
-    """Whether a (negative-ELBO) loss trace has stopped decreasing.
+def window_change(losses: np.ndarray, window: int, rtol: float) -> WindowChange:
+    """Whether a loss trace (a negative ELBO, a training loss) has stopped decreasing.
 
     Compares the mean loss over the last ``window`` steps with the mean over
-    the ``window`` steps before. The run is converged when the decrease is
+    the ``window`` steps before. The trace is steady when the decrease is
     within what noise explains (3 standard errors of the difference of the
     two window means, computed from the window variances as if steps were
-    independent) or below ``rtol`` of the loss's magnitude.
+    independent) or below ``rtol`` of the loss's magnitude. MF-VI's ELBO
+    check, SWAG's stationarity check and (in JAX, inside its compiled loop)
+    the MAP trainer's plateau rule apply it.
+
+    Parameters
+    ----------
+    losses : ndarray of shape (T,)
+    window : int
+        W, steps per window; the trace needs at least 2W.
+    rtol : float
 
     Returns
     -------
-    (converged, relative_change, tolerance_used) : (bool, float, float)
-        ``relative_change`` is (previous mean - last mean) / |last mean|.
+    WindowChange
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> window_change(np.ones(40), window=10, rtol=1e-3).steady
+    True
+    >>> window_change(np.linspace(2.0, 1.0, 40), window=10, rtol=1e-3).steady
+    False
     """
     losses = np.asarray(losses, dtype=np.float64)
     if losses.size < 2 * window or not np.all(np.isfinite(losses[-2 * window:])):
-        return False, float("nan"), float("nan")
+        return WindowChange(False, float("nan"), float("nan"))
     previous, last = losses[-2 * window:-window], losses[-window:]
     scale = max(abs(last.mean()), 1e-12)
     decrease = previous.mean() - last.mean()
     noise = 3.0 * np.sqrt(previous.var(ddof=1) / window + last.var(ddof=1) / window)
     tolerance = max(rtol * scale, noise)
-    return bool(decrease <= tolerance), float(decrease / scale), float(tolerance / scale)
+    return WindowChange(bool(decrease <= tolerance), float(decrease / scale),
+                        float(tolerance / scale))

@@ -45,7 +45,7 @@ W = ``convergence_window`` epochs is compared with the mean over the W
 epochs before; the member has plateaued, and stops (its parameters frozen),
 once the decrease is at most ``convergence_rtol`` times the loss or within
 what epoch-to-epoch noise explains (3 standard errors of the difference of
-the two means), the rule :func:`uqzoo.methods._diagnostics.elbo_converged`
+the two means), the rule :func:`uqzoo.methods._diagnostics.window_change`
 applies to MF-VI's ELBO. With ``validation_fraction > 0`` the rule is early
 stopping instead: a member stops after ``patience`` epochs without a lower
 validation loss. A member that has not stopped when the budget runs out has
@@ -76,6 +76,7 @@ import optax
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 from uqzoo.methods._config import check_class_weight, row_weights
+from uqzoo.methods._diagnostics import Convergence
 from uqzoo.nets import jax as nets_jax
 from uqzoo.spec import MLPSpec
 
@@ -452,7 +453,7 @@ def _plateaued(window_losses: jax.Array, window: int, rtol: float) -> jax.Array:
 
     The decrease of the mean over the last W epochs from the mean over the W
     before is at most max(rtol · |last mean|, 3 standard errors of the
-    difference) -- :func:`uqzoo.methods._diagnostics.elbo_converged`'s rule,
+    difference) -- :func:`uqzoo.methods._diagnostics.window_change`'s rule,
     here in JAX inside the compiled loop. False while fewer than 2W epochs
     have run (NaN entries).
     """
@@ -800,23 +801,6 @@ def training_diagnostics(result: TrainResult, config: OptimizerConfig) -> dict:
     if result.val_loss is not None or _plateau_rule(config)[0]:
         diag["stopped_epoch"] = result.stopped_epoch.astype(np.int64)
     return diag
-
-
-class Convergence(NamedTuple):
-    """Whether a training run converged, and why not.
-
-    Attributes
-    ----------
-    converged : bool or None
-        True when every member stopped by its rule within the budget; None
-        when the config has no rule (``convergence_window=None``, or SWAG's
-        :class:`OptimizerConfig`, which judges its own trajectory).
-    messages : tuple of str
-        One message per reason it did not converge (empty when it did).
-    """
-
-    converged: bool | None
-    messages: tuple[str, ...]
 
 
 def _relative_decrease(loss: np.ndarray, window: int) -> np.ndarray:

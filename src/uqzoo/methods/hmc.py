@@ -973,13 +973,13 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
 
     diagnostics = _convergence_diagnostics(spec, flat, stats, X, config, seed)
     diagnostics.update(timings)
-    messages = _convergence_messages(diagnostics, config, chains * draws_per_chain)
-    for message in messages:
+    convergence = _convergence(diagnostics, config, chains * draws_per_chain)
+    for message in convergence.messages:
         warnings.warn(message, ConvergenceWarning, stacklevel=3)
     return Posterior(spec=spec, method="hmc", config=config_dict(config), seed=seed,
                      draws=flat, sample_shape=(chains, draws_per_chain), sample_stats=stats,
-                     diagnostics=diagnostics, converged=not messages,
-                     warnings=tuple(messages))
+                     diagnostics=diagnostics, converged=bool(convergence.converged),
+                     warnings=convergence.messages)
 
 
 def _convergence_diagnostics(spec: MLPSpec, draws: dict[str, np.ndarray], stats: dict,
@@ -1007,7 +1007,8 @@ def _convergence_diagnostics(spec: MLPSpec, draws: dict[str, np.ndarray], stats:
     return out
 
 
-def _convergence_messages(diagnostics: dict, cfg: Config, num_draws: int) -> list[str]:
+def _convergence(diagnostics: dict, cfg: Config, num_draws: int) -> _diagnostics.Convergence:
+    """The gate: no divergent transition, and predictive R-hat computed and ≤ 1.01."""
     messages = []
     n_div = diagnostics["num_divergent"]
     if n_div:
@@ -1027,4 +1028,4 @@ def _convergence_messages(diagnostics: dict, cfg: Config, num_draws: int) -> lis
             f"{rhat.shape[0]} diagnostic training points reaches {np.nanmax(rhat):.3f} "
             f"(> {_diagnostics.RHAT_THRESHOLD}): the {cfg.num_chains} chains disagree; run "
             f"longer (num_warmup={cfg.num_warmup}, num_samples={cfg.num_samples}).")
-    return messages
+    return _diagnostics.Convergence(not messages, tuple(messages))

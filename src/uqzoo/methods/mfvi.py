@@ -15,7 +15,7 @@ log-likelihood by N / B, an unbiased estimate of the full-data term.
 Convergence is judged on the loss (−ELBO) trace: the mean over the last
 ``convergence_window`` steps must not have dropped, relative to the window
 before, by more than noise explains or ``convergence_rtol``
-(:func:`uqzoo.methods._diagnostics.elbo_converged`). Otherwise a
+(:func:`elbo_convergence`). Otherwise a
 ``ConvergenceWarning`` is raised and the posterior is ``converged=False``.
 
 NumPyro SVI is the default backend; ``backend="pyro"`` runs the same model and
@@ -371,7 +371,36 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, w: np.ndarray,
     return loc, scale, losses
 
 
-# -- fit -----------------------------------------------------------------------------------
+# -- convergence and fit ---------------------------------------------------------------------
+
+def elbo_convergence(losses: np.ndarray, change: _diagnostics.WindowChange,
+                     cfg: Config) -> _diagnostics.Convergence:
+    """Has the fit converged? The loss (−ELBO) must be finite and have stopped falling.
+
+    Parameters
+    ----------
+    losses : ndarray of shape (num_steps,)
+    change : WindowChange
+        :func:`uqzoo.methods._diagnostics.window_change` of ``losses`` over
+        ``cfg.window`` steps with ``cfg.convergence_rtol``.
+    cfg : Config
+
+    Returns
+    -------
+    Convergence
+    """
+    if not np.all(np.isfinite(losses)):
+        return _diagnostics.Convergence(False, (
+            "mfvi: the ELBO became non-finite; lower learning_rate "
+            f"(now {cfg.learning_rate}) or init_scale.",))
+    if change.steady:
+        return _diagnostics.Convergence(True, ())
+    return _diagnostics.Convergence(False, (
+        f"mfvi: the ELBO was still rising at the end (the mean over the last "
+        f"{cfg.window} steps improved by {change.relative_change:.2e} relative to the window "
+        f"before, more than the {change.tolerance:.2e} that noise or convergence_rtol "
+        f"allow); raise num_steps (now {cfg.num_steps}) or learning_rate.",))
+
 
 def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Fit mean-field Gaussian VI and draw ``num_samples`` parameter sets from q.
@@ -433,29 +462,19 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     rng = np.random.default_rng([seed, 0xD8A5])
     draws = {k: (loc[k] + scale[k] * rng.standard_normal((config.num_samples, *shape)))
              .astype(np.float32) for k, shape in shapes.items()}
-    converged, change, tolerance = _diagnostics.elbo_converged(
-        losses, config.window, config.convergence_rtol)
-    messages = []
-    if not np.all(np.isfinite(losses)):
-        messages.append("mfvi: the ELBO became non-finite; lower learning_rate "
-                        f"(now {config.learning_rate}) or init_scale.")
-    elif not converged:
-        messages.append(
-            f"mfvi: the ELBO was still rising at the end (the mean over the last "
-            f"{config.window} steps improved by {change:.2e} relative to the window "
-            f"before, more than the {tolerance:.2e} that noise or convergence_rtol "
-            f"allow); raise num_steps (now {config.num_steps}) or learning_rate.")
-    for message in messages:
+    change = _diagnostics.window_change(losses, config.window, config.convergence_rtol)
+    convergence = elbo_convergence(losses, change, config)
+    for message in convergence.messages:
         warnings.warn(message, ConvergenceWarning, stacklevel=3)
     diagnostics = {
         "elbo": -losses,
         "q_mean": spec.flatten(loc),
         "q_std": spec.flatten(scale),
-        "elbo_relative_change": change,
-        "elbo_tolerance": tolerance,
+        "elbo_relative_change": change.relative_change,
+        "elbo_tolerance": change.tolerance,
         "seconds_optimization": t_fit,
     }
     return Posterior(spec=spec, method="mfvi", config=config_dict(config), seed=seed,
                      draws=draws, sample_shape=(1, config.num_samples), diagnostics=diagnostics,
-                     converged=not messages, warnings=tuple(messages))
+                     converged=bool(convergence.converged), warnings=convergence.messages)
 

@@ -198,11 +198,11 @@ def swag_sample(state: SwagState, num_samples: int, rng: np.random.Generator,
     return mean + math.sqrt(scale) * noise
 
 
-def stationarity(loss: np.ndarray, swa_start_epoch: int) -> tuple[bool, tuple[str, ...]]:
+def stationarity(loss: np.ndarray, swa_start_epoch: int) -> _diagnostics.Convergence:
     """Whether each run's training loss was stationary over the SWA phase.
 
     Compares the mean loss over the second half of the SWA phase with the
-    mean over the first half (:func:`uqzoo.methods._diagnostics.elbo_converged`
+    mean over the first half (:func:`uqzoo.methods._diagnostics.window_change`
     with the half as window and :data:`STATIONARITY_RTOL`).
 
     Parameters
@@ -213,7 +213,7 @@ def stationarity(loss: np.ndarray, swa_start_epoch: int) -> tuple[bool, tuple[st
 
     Returns
     -------
-    (converged, messages)
+    Convergence
     """
     messages = []
     for run, trace in enumerate(np.asarray(loss, dtype=np.float64)):
@@ -223,15 +223,16 @@ def stationarity(loss: np.ndarray, swa_start_epoch: int) -> tuple[bool, tuple[st
             messages.append(f"the SWA phase has {phase.size} epochs, too few (< 4) to check "
                             f"that its loss is stationary; raise num_epochs")
             break
-        steady, change, tolerance = _diagnostics.elbo_converged(phase, window, STATIONARITY_RTOL)
-        if not steady:
+        change = _diagnostics.window_change(phase, window, STATIONARITY_RTOL)
+        if not change.steady:
             who = f"run {run}: " if loss.shape[0] > 1 else ""
             messages.append(
-                f"{who}the training loss still fell by {change:.1e} (relative) from the first "
-                f"to the second half of the SWA phase, more than the {tolerance:.1e} that noise "
+                f"{who}the training loss still fell by {change.relative_change:.1e} (relative) "
+                f"from the first to the second half of the SWA phase, more than the "
+                f"{change.tolerance:.1e} that noise "
                 f"or {STATIONARITY_RTOL:g} allow: the snapshots trace a descent, not SGD's "
                 f"stationary spread; raise num_epochs or swa_start")
-    return not messages, tuple(messages)
+    return _diagnostics.Convergence(not messages, tuple(messages))
 
 
 def learning_rate_schedule(num_epochs: int, swa_start_epoch: int, learning_rate: float,
