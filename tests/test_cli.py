@@ -14,7 +14,7 @@ from uqzoo import cli, io
 from uqzoo.cli import main
 
 # the module, not the function uz.compare of the same name
-compare_module = importlib.import_module("uqzoo.compare")
+compare_module = importlib.import_module("uqzoo.comparison.compare")
 
 SMALL_DATA = ["--data-option", "n_train=200", "--data-option", "n_test=300"]
 FAST = ["--set", "ensemble.num_members=3", "--set", "ensemble.num_epochs=100",

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import uqzoo as uz
-from uqzoo import _shift
+from uqzoo import shift as under_shift
 from uqzoo import methods as method_registry
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.posterior import Posterior
@@ -49,7 +49,7 @@ def test_shift_mean_and_sd_are_those_of_the_per_copy_evaluations(data, post):
     clean = uz.evaluate(post, data, levels=LEVELS)
     pd.testing.assert_frame_equal(report.table, clean.table)
     shift = report.shift
-    assert list(shift.columns) == _shift.SHIFT_COLUMNS
+    assert list(shift.columns) == under_shift.SHIFT_COLUMNS
     assert list(dict.fromkeys(shift.perturbation)) == ["gaussian_noise:0.2-0.6",
                                                        "illumination:0.5-1.5"]
     for label, family, magnitude in [("gaussian_noise:0.2-0.6", "gaussian_noise", (0.2, 0.6)),
@@ -179,7 +179,7 @@ def test_compare_adds_shift_columns_from_the_same_copies_for_every_method(data, 
         assert table.loc[name, "ece_shift_mean"] == pytest.approx(np.mean(eces), rel=1e-14)
         assert table.loc[name, "ece_shift_sd"] == pytest.approx(np.std(eces, ddof=1),
                                                                 rel=1e-12)
-    assert list(result.shift.columns) == ["method", *_shift.SHIFT_COLUMNS]
+    assert list(result.shift.columns) == ["method", *under_shift.SHIFT_COLUMNS]
     assert set(result.shift.method) == {"laplace", "ensemble"}
     # rankings agree with the numbers they show; a sentence per changed ranking
     ranked = result.rankings
@@ -211,7 +211,9 @@ def test_compare_checks_perturbations_before_fitting(data, monkeypatch):
 
 
 class _Stub:
-    """What rankings reads from a report: to_dict and shift_copies."""
+    """What rankings reads from a report: to_dict, levels and shift_copies."""
+
+    levels = (0.8,)
 
     def __init__(self, clean, shifted, failed=False):
         self._clean = {**clean, "failed": failed}
@@ -232,7 +234,7 @@ def test_ranking_changes_are_plain_sentences_with_paired_copy_counts():
                       {"ece": [0.03, 0.07, 0.02], "coverage@0.8": [0.4, 0.45, 0.5]},
                       failed=True),
     }
-    ranked, changes = _shift.rankings(reports)
+    ranked, changes = under_shift.rankings(reports)
     assert len(changes) == 1                  # ECE swaps; coverage keeps hmc first
     sentence = changes[0]
     assert sentence.startswith("Under noise:20-40 (3 copies) the ranking by ece "
@@ -294,7 +296,7 @@ TINY_SCENE = ["--dataset", "hsi-sim", "--data-option", "size=24", "--data-option
 def test_cli_compare_under_shift_writes_the_shift_table_rankings_and_figures(
         tmp_path, capsys, fake_fits):
     from uqzoo.cli import main
-    from uqzoo.compare_config import read_config
+    from uqzoo.comparison.config import read_config
 
     out = tmp_path / "run"
     assert main(["compare", *TINY_SCENE, "--methods", "laplace,ensemble", "--levels", "0.8",
@@ -348,7 +350,7 @@ def test_cli_bad_perturb_options_exit_2_with_one_line_before_any_work(argv, need
     ('perturb = ["noise", "noise:20-40"]', "lists 'noise:20-40' twice"),
 ])
 def test_config_file_perturb_errors_name_the_key(tmp_path, body, needle):
-    from uqzoo.compare_config import read_config
+    from uqzoo.comparison.config import read_config
 
     path = tmp_path / "run.toml"
     path.write_text(f"[compare]\n{body}\n")

@@ -27,10 +27,12 @@ _EXPORTS: dict[str, str] = {
     "metrics": "uqzoo.metrics",
     "perturb": "uqzoo.perturb",
     "plots": "uqzoo.plots",
-    "report": "uqzoo.report",
+    "report": "uqzoo.comparison.report",
+    "comparison": "uqzoo.comparison",
+    "headline": "uqzoo.headline",
     "study": "uqzoo.study",
-    "Comparison": "uqzoo.compare",
-    "compare": "uqzoo.compare",
+    "Comparison": "uqzoo.comparison.compare",
+    "compare": "uqzoo.comparison.compare",
     "ClassificationData": "uqzoo.datasets",
     "EvalReport": "uqzoo.evaluate",
     "evaluate": "uqzoo.evaluate",
@@ -53,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "calibration_split": "uqzoo.recalibrate",
     "recalibrate": "uqzoo.recalibrate",
     "UQClassifier": "uqzoo.sklearn",
-    "write_report": "uqzoo.report",
+    "write_report": "uqzoo.comparison.report",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -64,7 +66,8 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'uqzoo' has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    is_module = module_name == f"uqzoo.{name}" and name not in _FUNCTIONS_NAMED_LIKE_THEIR_MODULE
+    is_module = (module_name.rsplit(".", 1)[-1] == name
+                 and name not in _FUNCTIONS_NAMED_LIKE_THEIR_MODULE)
     value = module if is_module else getattr(module, name)
     globals()[name] = value          # later look-ups skip this function
     return value
@@ -95,7 +98,8 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo import datasets, detectors, methods, metrics, perturb, plots, report, study
-    from uqzoo.compare import Comparison, compare
+    from uqzoo.comparison.compare import Comparison, compare
+    from uqzoo.comparison.report import write_report
     from uqzoo.datasets import ClassificationData
     from uqzoo.errors import (
         ConvergenceWarning,
@@ -111,7 +115,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
     from uqzoo.prior_shift import prior_shift
     from uqzoo.recalibrate import calibration_split, recalibrate
-    from uqzoo.report import write_report
     from uqzoo.sklearn import UQClassifier
     from uqzoo.spec import MLPSpec
     from uqzoo.transform import LogitTransform

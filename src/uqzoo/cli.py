@@ -19,11 +19,11 @@
 ``evaluate`` and ``compare``.
 
 ``compare --out DIR`` writes ``DIR/report.html`` (one self-contained page:
-verdict, table, figures; see :mod:`uqzoo.report`), ``results.csv`` (and
+verdict, table, figures; see :mod:`uqzoo.comparison.report`), ``results.csv`` (and
 ``results.parquet`` where pyarrow is installed), the posteriors, loose plots,
 and ``DIR/config.toml``: the run's resolved configuration, every default
 filled in. ``compare --config FILE`` runs a config file (see
-:mod:`uqzoo.compare_config`); it holds the whole run, so the flags that set
+:mod:`uqzoo.comparison.config`); it holds the whole run, so the flags that set
 data, network, methods or settings cannot be combined with it (an error names
 them), only ``--out``, ``--overwrite`` and ``--no-progress``.
 
@@ -48,7 +48,7 @@ from typing import Any
 
 # --dataset values with these endings are files, not built-in data set names
 # (one list for the flags and for config files).
-from uqzoo.compare_config import HSI_FILES, TABLE_FILES
+from uqzoo.comparison.config import HSI_FILES, TABLE_FILES
 from uqzoo.errors import UqzooError
 
 DEFAULT_DATASET = "sim-teacher"
@@ -188,7 +188,7 @@ def _data_request(args) -> tuple[str, dict[str, Any]]:
 
 def _read_data(dataset: str, options: dict[str, Any], config_file: str | None = None):
     """Load what _data_request (or a config file) asked for; describe a scene."""
-    from uqzoo.compare_config import CompareConfig
+    from uqzoo.comparison.config import CompareConfig
 
     try:
         data = CompareConfig(dataset=dataset, data=options).load_data()
@@ -227,7 +227,7 @@ def _spec(args, data):
 
 
 def _cmd_compare(args) -> int:
-    from uqzoo.compare import format_table
+    from uqzoo.comparison.compare import format_table
     from uqzoo.io import check_output_folder
 
     if args.out:
@@ -265,8 +265,8 @@ def _cmd_compare(args) -> int:
         elif report.warnings:
             print(f"\nnote on {name}: {'; '.join(report.warnings)}")
     if result.shift is not None:
-        from uqzoo import _shift
-        print(_shift.text(result.reports, result.ranking_changes))
+        from uqzoo import shift as under_shift
+        print(under_shift.text(result.reports, result.ranking_changes))
     if args.out:
         _write_compare_outputs(args, config_text, result, data)
     return 0
@@ -278,7 +278,7 @@ _FLAGS_WITH_CONFIG = ("config", "out", "overwrite", "no_progress")
 
 def _compare_config(args):
     """The run's CompareConfig and data: from --config FILE, or from the flags."""
-    from uqzoo.compare_config import CompareConfig, config_data, read_config
+    from uqzoo.comparison.config import CompareConfig, config_data, read_config
     from uqzoo.methods._config import check_draws
 
     if args.config is not None:
@@ -343,7 +343,7 @@ def _parse_levels_like(text: str, flag: str) -> tuple[float, ...]:
 def _perturbations(args) -> tuple[tuple[str, ...], int]:
     """--perturb as ``family:low-high`` labels, and --copies; a bad one is a one-line error."""
     from uqzoo._validation import check_int
-    from uqzoo.compare_config import DEFAULT_COPIES
+    from uqzoo.comparison.config import DEFAULT_COPIES
     from uqzoo.perturb import Perturbation
 
     labels = tuple(Perturbation.parse(text).label for text in args.perturb or ())
@@ -394,8 +394,8 @@ def _write_compare_outputs(args, config_text: str, result, data) -> None:
     """--out: table, posteriors, plots, the resolved config and the HTML report."""
     import importlib.util
 
+    from uqzoo.comparison.report import write_report
     from uqzoo.io import staged_folder, write_file_atomically
-    from uqzoo.report import write_report
 
     parquet = any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
     # Written into a temporary sibling folder that becomes --out only when
@@ -447,9 +447,9 @@ def _save_plots(reports, data, out: Path, comparison=None) -> None:
             fig = plots.hsi_maps(report, data, level=level)
             fig.savefig(out / f"maps_{name}.png", dpi=120)
     if comparison is not None and comparison.shift is not None:
-        from uqzoo import _shift
+        from uqzoo import shift as under_shift
         first = next(iter(reports.values()))
-        for key in _shift.headline_keys(first.to_dict(), first.levels):
+        for key in under_shift.headline_keys(first.to_dict(), first.levels):
             # One figure per metric: clean and mean ± sd under each perturbation.
             fig = plots.shift_errorbars(reports, key)
             fig.savefig(out / f"shift_{key}.png", dpi=120)
@@ -558,7 +558,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="use each method's default settings instead of the quick ones")
     p.add_argument("--num-draws", type=int, default=None, metavar="S",
                    help="common draw budget of the methods that draw freely "
-                        "(default: uqzoo.compare.DEFAULT_NUM_DRAWS, 1000)")
+                        "(default: uqzoo.comparison.compare.DEFAULT_NUM_DRAWS, 1000)")
     p.add_argument("--class-weight", default=None, metavar="balanced",
                    help="reweight the likelihood of every method so that each class carries "
                         "equal evidence (rare targets); probabilities then refer to a "
@@ -586,7 +586,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                         "(every method then trains on the other 80%%); rows "
                         "METHOD+temperature beside the originals")
     p.add_argument("--config", metavar="FILE.toml",
-                   help="the whole run from a config file (see uqzoo.compare_config); "
+                   help="the whole run from a config file (see uqzoo.comparison.config); "
                         "--out DIR writes the resolved one as DIR/config.toml")
     p.add_argument("--out", help="folder for report.html, the table (results.csv), the "
                                  "resolved config.toml, posteriors (.nc) and plots; new or "

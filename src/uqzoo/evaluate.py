@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uqzoo import _shift
+from uqzoo import headline
+from uqzoo import shift as under_shift
 from uqzoo._validation import (
     DEFAULT_LEVELS,
     _show,
@@ -267,50 +268,66 @@ class EvalReport:
         return t[mask]
 
     def to_dict(self) -> dict[str, Any]:
-        """Headline numbers, flat: ``"coverage@0.8"``, ``"ece"``, ``"hcs_size@0.8"``, ..."""
+        """Headline numbers, flat: ``"coverage@0.8"``, ``"ece"``, ``"hcs_size@0.8"``, ...
+
+        The keys are those of :data:`uqzoo.headline.HEADLINE` that this report
+        has, at its levels and false-alarm rates, after a few that describe the
+        evaluation (``n_points``, ``n_classes``, ``num_draws``, ``method``,
+        ``converged``, ``failed``, ``flags``).
+        """
         out: dict[str, Any] = {
             "n_points": self.n_points, "n_classes": self.n_classes,
             "num_draws": self.num_draws, "method": self.method, "converged": self.converged,
             "failed": bool(self.failures),
             "flags": ", ".join(dict.fromkeys(f.kind for f in self.failures)),
         }
-        for name in ("accuracy", "balanced_accuracy", "ece", "mce", "adaptive_ece",
-                     "classwise_ece", "brier", "nll", "aurc", "eaurc", "auarc",
-                     "misclassification_auroc", "mean_predictive_entropy",
-                     "mean_mutual_information"):
-            rows = self._rows(name, None, None, None)
-            if not rows.empty:
-                out[name] = float(rows.value.iloc[0])
-        for level in self.levels:
-            key = f"{level:g}"
-            for name in ("coverage", "interval_width"):
-                rows = self._rows(name, level, None, None)
-                if not rows.empty:
-                    out[f"{name}@{key}"] = float(rows.value.iloc[0])
-            sizes = self.table[(self.table.metric == "hcs_size")
-                               & np.isclose(self.table.level.astype(float), level)]
-            accs = self.table[(self.table.metric == "hcs_accuracy")
-                              & np.isclose(self.table.level.astype(float), level)]
-            missed = self.table[(self.table.metric == "hcs_missed_targets")
-                                & np.isclose(self.table.level.astype(float), level)]
-            size = float(sizes.value.sum())
-            out[f"hcs_size@{key}"] = int(size)
-            out[f"hcs_proportion@{key}"] = size / (self.n_points * len(self.hcs_classes))
-            pooled = np.nansum(accs.value.to_numpy() * sizes.value.to_numpy())
-            out[f"hcs_accuracy@{key}"] = float(pooled / size) if size > 0 else float("nan")
-            out[f"hcs_missed_targets@{key}"] = int(missed.value.sum())
-        if self.detection_roc is not None:
-            out["detection_auroc"] = self.detection_roc.auroc
-        if self.pd_at_far is not None:
-            r = self.pd_at_far
-            for i, far in enumerate(r.far):
-                key = f"{far:g}"
-                out[f"pd_at_far@{key}"] = float(r.pd[i])
-                out[f"pd_at_far_lower@{key}"] = float(r.lower[i])
-                out[f"pd_at_far_upper@{key}"] = float(r.upper[i])
+        fars = self.pd_at_far.far if self.pd_at_far is not None else ()
+        for column in headline.columns(self.levels, fars):
+            if column.headline.group != "fit":
+                value = self._headline_value(column.headline.name, column.at)
+                if value is not None:
+                    out[column.key] = value
         if self.shift_copies is not None:
-            out.update(_shift.headline(self.shift_copies, out))
+            out.update(under_shift.headline(self.shift_copies, out))
         return out
+
+    def _headline_value(self, name: str, at: float | None) -> float | int | None:
+        """One headline number of this report, None where it has none."""
+        if name.startswith("pd_at_far"):
+            if self.pd_at_far is None:
+                return None
+            r, i = self.pd_at_far, list(self.pd_at_far.far).index(at)
+            return float({"pd_at_far": r.pd, "pd_at_far_lower": r.lower,
+                          "pd_at_far_upper": r.upper}[name][i])
+        if name == "detection_auroc":
+            return None if self.detection_roc is None else self.detection_roc.auroc
+        if name == "ece_quantile":
+            rows = self.table[(self.table.metric == "ece")
+                              & self.table.variant.str.startswith("top_label, quantile")]
+            return None if rows.empty else float(rows.value.iloc[0])
+        if name.startswith("hcs_"):
+            t = self.table
+            at_level = t.level.notna() & np.isclose(t.level.astype(float).fillna(-1.0),
+                                                    float(at or 0.0))
+
+            def total(metric: str) -> np.ndarray:
+                return t.loc[at_level & (t.metric == metric), "value"].to_numpy(np.float64)
+
+            size = float(total("hcs_size").sum())
+            if name == "hcs_size":
+                return int(size)
+            if name == "hcs_proportion":
+                return size / (self.n_points * len(self.hcs_classes))
+            if name == "hcs_accuracy":
+                pooled = np.nansum(total("hcs_accuracy") * total("hcs_size"))
+                return float(pooled / size) if size > 0 else float("nan")
+            if name == "hcs_missed_targets":
+                return int(total("hcs_missed_targets").sum())
+            # hcs_errors: confident misses plus confident false alarms
+            return round(float(total("hcs_missed_targets").sum()
+                               + total("hcs_false_targets").sum()))
+        rows = self._rows(name, at, None, None)
+        return None if rows.empty else float(rows.value.iloc[0])
 
     def summary(self) -> str:
         """A short human-readable account of the headline numbers."""
@@ -345,7 +362,7 @@ class EvalReport:
                 for i, far in enumerate(r.far))
             lines.append(f"  detection ({r.n_targets} targets): AUROC {roc.auroc:.4f}  {pds}")
         if self.shift_copies is not None:
-            lines += _shift.summary_lines(self.shift_copies, d, self.levels)
+            lines += under_shift.summary_lines(self.shift_copies, d, self.levels)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -552,7 +569,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     chunk = chunk_size or _DEFAULT_CHUNK
     if not isinstance(progress_bar, bool):
         raise InvalidTypeError(f"progress_bar must be True or False, got {_show(progress_bar)}")
-    shift_plan = _shift.plan(perturbations, copies, seed, posterior_or_draws, data_or_labels)
+    shift_plan = under_shift.plan(perturbations, copies, seed, posterior_or_draws, data_or_labels)
     bootstrap, bootstrap_confidence = boot.check_bootstrap(bootstrap, bootstrap_confidence)
     if not isinstance(bootstrap_stratified, bool):
         raise InvalidTypeError(f"bootstrap_stratified must be True or False, got "
@@ -625,7 +642,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     )
     if shift_plan is not None:
         # Each copy is evaluated exactly as the clean data; only tables are combined.
-        shift, shift_copies = _shift.run(
+        shift, shift_copies = under_shift.run(
             shift_plan, data_or_labels, report.table,
             lambda copy: evaluate(posterior_or_draws, copy, levels, delta,
                                   chunk_size=chunk_size, n_bins=n_bins, side=side, far=fars,

@@ -794,7 +794,7 @@ def shift_errorbars(reports: EvalReport | Mapping[str, EvalReport], metric: str 
     >>> len(uz.plots.shift_errorbars({"toy": rep}, "coverage@0.8").axes)
     1
     """
-    from uqzoo import _shift
+    from uqzoo import shift as under_shift
 
     reports = _check_reports(reports)
     if not isinstance(metric, str):
@@ -827,7 +827,7 @@ def shift_errorbars(reports: EvalReport | Mapping[str, EvalReport], metric: str 
         for j, label in enumerate(labels):
             values = copies.value[(copies.perturbation == label)
                                   & (copies.key == metric)].to_numpy()
-            mean, sd, k = _shift._stats(values)
+            mean, sd, k = under_shift.mean_sd(values)
             if k == 0:
                 continue
             ax.errorbar(i - 0.35 + width * (j + 1.5), mean, yerr=None if np.isnan(sd) else sd,

@@ -19,11 +19,11 @@ import uqzoo as uz
 from _stand_ins import stand_in_fit
 from uqzoo import methods as method_registry
 from uqzoo.cli import main
-from uqzoo.compare_config import CompareConfig, read_config
+from uqzoo.comparison.config import CompareConfig, read_config
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.recalibrate import DEFAULT_CALIBRATION_FRACTION
 
-compare_module = importlib.import_module("uqzoo.compare")
+compare_module = importlib.import_module("uqzoo.comparison.compare")
 
 LEVELS = (0.8, 0.95)
 TINY_SCENE = ["--dataset", "hsi-sim", "--data-option", "size=24", "--data-option", "n_bands=8"]

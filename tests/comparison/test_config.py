@@ -12,7 +12,7 @@ import pytest
 
 import uqzoo as uz
 from uqzoo.cli import main
-from uqzoo.compare_config import (
+from uqzoo.comparison.config import (
     CompareConfig,
     _string,
     config_data,
@@ -97,7 +97,7 @@ def test_a_small_file_reads_with_defaults_for_what_it_leaves_out(tmp_path):
                                  "got a number 2.5"]),
     ("[data]\ndataset = \"missing.csv\"\n", ["data.dataset: no such file", "missing.csv"]),
     ("[spec]\nhidden = \"10,10\"\n", ["spec.hidden: must be an array of integer widths"]),
-    ("[spec]\nin_features = 3\n", ["spec.in_features: set by the data"]),
+    ("[spec]\nin_features = 3\n", ["spec.in_features: set by each data set"]),
     ("[spec]\nactivation = \"gelu\"\n", ["spec.activation:", "gelu"]),
     ("[spec]\nprior_scale = -1.0\n", ["spec.prior_scale:", "prior_scale"]),
     ("[spec]\nwidth = 3\n", ["spec.width: unknown key in [spec]; allowed: hidden"]),

@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 
 import uqzoo as uz
-from uqzoo import io, report
+from uqzoo import io
+from uqzoo.comparison import report
 from uqzoo.cli import main
 
-compare_module = importlib.import_module("uqzoo.compare")
+compare_module = importlib.import_module("uqzoo.comparison.compare")
 
 SMALL = {"ensemble": {"num_members": 3, "num_epochs": 60},
          "laplace": {"num_epochs": 60, "num_samples": 40}}

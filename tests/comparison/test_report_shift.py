@@ -16,7 +16,7 @@ import pytest
 
 import uqzoo as uz
 from _stand_ins import stand_in_fit
-from uqzoo import _shift
+from uqzoo import shift as under_shift
 from uqzoo import methods as method_registry
 from uqzoo.posterior import Posterior
 
@@ -119,7 +119,7 @@ def _expected(result, method: str, label: str, key: str):
 def test_a_shift_table_per_perturbation_holds_the_numbers_of_comparison_shift(shifted):
     _, result, _, page = shifted
     first = next(iter(result.reports.values()))
-    keys = _shift.headline_keys(first.to_dict(), first.levels)
+    keys = under_shift.headline_keys(first.to_dict(), first.levels)
     assert {"accuracy", "ece", "coverage@0.8", "detection_auroc"} <= set(keys)
     shifted_cells = [c for c in page.cells if "shifted" in (c.get("class") or "")]
     clean_cells = [c for c in page.cells if c.get("class") == "clean"]
@@ -152,7 +152,7 @@ def test_a_shift_table_per_perturbation_holds_the_numbers_of_comparison_shift(sh
 def test_the_shift_figures_are_embedded_one_per_headline_metric(shifted):
     _, result, text, page = shifted
     first = next(iter(result.reports.values()))
-    keys = _shift.headline_keys(first.to_dict(), first.levels)
+    keys = under_shift.headline_keys(first.to_dict(), first.levels)
     ids = [f"shift-{key.replace('@', '-').replace('.', '-')}" for key in keys]
     assert [i for i in page.figures if i.startswith("shift-")] == ids
     for fig_id in ids:

@@ -243,7 +243,7 @@ def test_compare_rejects_a_bad_prior_or_weight_before_any_fit(monkeypatch):
 def test_cli_class_weight_and_target_prior_reach_every_method_and_the_config_file(tmp_path,
                                                                                    capsys):
     from uqzoo.cli import main
-    from uqzoo.compare_config import read_config
+    from uqzoo.comparison.config import read_config
 
     out = tmp_path / "run"
     args = ["compare", "--methods", "laplace,ensemble", "--set", "laplace.num_epochs=50",

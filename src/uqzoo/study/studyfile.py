@@ -45,16 +45,14 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import math
 import os
-import re
-import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from uqzoo import tomlfile as toml
 from uqzoo._validation import DEFAULT_LEVELS, _show
-from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, UqzooError
+from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 
 __all__ = ["Study", "Task", "expand", "read_study"]
 
@@ -62,7 +60,6 @@ DEFAULT_DELTA = 0.2
 
 _TOP_KEYS = ("study", "spec", "datasets", "methods")
 _STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed")
-_SPEC_KEYS = ("hidden", "activation", "prior_scale", "prior")
 _ENTRY_KEYS = ("name", "label", "options", "grid")
 _METHOD_KEYS = ("name", "label", "config", "grid")
 # Data-set options the runner sets itself: the data seed comes from the task, and
@@ -73,121 +70,6 @@ _SEED_BITS = 31
 # Task ids are the first 16 hex digits (64 bits) of a SHA-256: among a million
 # tasks the chance that two share an id is 3e-8, and expand() checks anyway.
 _ID_HEX = 16
-
-
-def _where(path: Path, key: str) -> str:
-    return f"{path.name}: {key}" if key else path.name
-
-
-def _allowed(keys: Sequence[str]) -> str:
-    return ", ".join(keys)
-
-
-def _check_keys(table: Mapping, allowed: Sequence[str], path: Path, key: str,
-                what: str) -> None:
-    for name in table:
-        if name not in allowed:
-            where = f"{key}.{name}" if key else name
-            raise InvalidInputError(
-                f"{_where(path, where)}: unknown key in {what}; allowed: {_allowed(allowed)}")
-
-
-def _check_table(value: object, path: Path, key: str) -> dict:
-    if not isinstance(value, dict):
-        raise InvalidTypeError(
-            f"{_where(path, key)}: must be a table ({{ key = value, ... }}), got "
-            f"{_show(value)}")
-    return value
-
-
-def _type_name(value: object) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
-
-
-def _check_str(value: object, path: Path, key: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidTypeError(f"{_where(path, key)}: must be a string, got "
-                               f"{_type_name(value)} {_show(value)}")
-    return value
-
-
-def _check_int(value: object, path: Path, key: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidTypeError(f"{_where(path, key)}: must be an integer, got "
-                               f"{_type_name(value)} {_show(value)}")
-    if value < minimum:
-        raise InvalidInputError(f"{_where(path, key)}: must be >= {minimum}, got {value}")
-    return value
-
-
-def _check_number(value: object, path: Path, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidTypeError(f"{_where(path, key)}: must be a number, got "
-                               f"{_type_name(value)} {_show(value)}")
-    if not math.isfinite(value):
-        raise InvalidInputError(f"{_where(path, key)}: must be finite, got {value}")
-    return float(value)
-
-
-# -- reading the TOML -------------------------------------------------------------------
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-_ASSIGN = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-]+)\s*=""")
-
-
-def _duplicate_key(text: str) -> tuple[str, int] | None:
-    """(key, line) of the first key assigned twice in one table, for tomllib's
-    "Cannot overwrite a value", which does not say which key."""
-    seen: set[tuple[str, str]] = set()
-    table = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _HEADER.match(line)
-        if header:
-            table = f"{header.group(1)}#{number}" if line.lstrip().startswith("[[") \
-                else header.group(1)
-            continue
-        assign = _ASSIGN.match(line)
-        if assign:
-            name = assign.group(1).strip("\"'")
-            if (table, name) in seen:
-                return (f"{table.split('#')[0]}.{name}" if table else name), number
-            seen.add((table, name))
-    return None
-
-
-def _read_toml(path: Path) -> tuple[dict, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: no such study file") from None
-    except IsADirectoryError:
-        raise FileFormatError(f"{path}: is a folder, not a study file (.toml)") from None
-    except UnicodeDecodeError as exc:
-        raise FileFormatError(f"{path}: not a text (UTF-8) study file: {exc}") from None
-    except OSError as exc:
-        raise FileFormatError(f"{path}: cannot read the study file: {exc.strerror}") from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        duplicate = _duplicate_key(text) if "overwrite" in message else None
-        if duplicate is not None:
-            key, line = duplicate
-            raise FileFormatError(
-                f"{path.name}: {key}: key given twice (line {line}); each key may be set "
-                "once per table") from None
-        declared = re.match(r"Cannot declare \((.*)\) twice \(at line (\d+)", message)
-        if declared:
-            key = ".".join(part.strip().strip("'\"") for part in declared.group(1).split(",")
-                           if part.strip())
-            raise FileFormatError(
-                f"{path.name}: [{key}]: table given twice (line {declared.group(2)}); "
-                "declare each table once") from None
-        if "twice" in message or "Duplicate" in message:
-            raise FileFormatError(f"{path.name}: a key or table given twice: {message}") \
-                from None
-        raise FileFormatError(f"{path.name}: not valid TOML: {message}") from None
 
 
 # -- the parts of a study ----------------------------------------------------------------
@@ -227,55 +109,6 @@ def _label_value(value: object) -> str:
     return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
-def _normalise(value: object, path: Path, key: str) -> Any:
-    """A TOML value as canonical JSON data (no dates, no NaN)."""
-    if isinstance(value, bool | str | int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidInputError(f"{_where(path, key)}: must be finite, got {value}")
-        return value
-    if isinstance(value, list):
-        return [_normalise(v, path, f"{key}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {k: _normalise(v, path, f"{key}.{k}") for k, v in value.items()}
-    raise InvalidTypeError(f"{_where(path, key)}: {type(value).__name__} values are not "
-                           f"allowed in a study file, got {_show(value)}")
-
-
-def _check_dataset_value(value: Any, default: object, path: Path, key: str) -> Any:
-    """Check a data-set option against the type of its default; ints become floats
-    where the default is a float, so ``1`` and ``1.0`` give the same task."""
-    if default is None:
-        return value
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-        expected = "a boolean"
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        expected = "an integer"
-    elif isinstance(default, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        expected = "a number"
-        if ok:
-            value = float(value)
-    elif isinstance(default, str):
-        ok = isinstance(value, str)
-        expected = "a string"
-    elif isinstance(default, (tuple, list)):
-        ok = isinstance(value, list) and len(value) == len(default)
-        expected = f"an array of {len(default)} values"
-        if ok:
-            value = [_check_dataset_value(v, d, path, f"{key}[{i}]")
-                     for i, (v, d) in enumerate(zip(value, default, strict=True))]
-    else:
-        return value
-    if not ok:
-        raise InvalidTypeError(f"{_where(path, key)}: must be {expected} (its default is "
-                               f"{default!r}), got {_type_name(value)} {_show(value)}")
-    return value
-
-
 def _field_types(config_cls: type) -> dict[str, str]:
     return {f.name: str(f.type) for f in dataclasses.fields(config_cls)}
 
@@ -293,25 +126,25 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
     from uqzoo import methods as registry
 
     key = f"{kind}[{index}]"
-    table = _check_table(raw, path, key)
+    table = toml.check_table(raw, path, key)
     allowed_keys = _ENTRY_KEYS if kind == "datasets" else _METHOD_KEYS
-    _check_keys(table, allowed_keys, path, key, f"a [[{kind}]] entry")
+    toml.check_keys(table, allowed_keys, path, key, f"a [[{kind}]] entry")
     if "name" not in table:
-        raise InvalidInputError(f"{_where(path, key)}: missing key 'name'")
-    name = _check_str(table["name"], path, f"{key}.name")
+        raise InvalidInputError(f"{toml.where(path, key)}: missing key 'name'")
+    name = toml.check_str(table["name"], path, f"{key}.name")
     known = datasets.names() if kind == "datasets" else registry.names()
     if name not in known:
         what = "data set" if kind == "datasets" else "method"
         raise InvalidInputError(
-            f"{_where(path, key + '.name')}: unknown {what} {name!r}; allowed: "
-            f"{_allowed(known)}")
-    label = _check_str(table.get("label", name), path, f"{key}.label")
+            f"{toml.where(path, key + '.name')}: unknown {what} {name!r}; allowed: "
+            f"{toml.allowed(known)}")
+    label = toml.check_str(table.get("label", name), path, f"{key}.label")
     if not label.strip():
-        raise InvalidInputError(f"{_where(path, key + '.label')}: must not be empty")
+        raise InvalidInputError(f"{toml.where(path, key + '.label')}: must not be empty")
     fixed_key = "options" if kind == "datasets" else "config"
-    fixed = _normalise(_check_table(table.get(fixed_key, {}), path, f"{key}.{fixed_key}"),
+    fixed = toml.normalise(toml.check_table(table.get(fixed_key, {}), path, f"{key}.{fixed_key}"),
                        path, f"{key}.{fixed_key}")
-    grid_raw = _normalise(_check_table(table.get("grid", {}), path, f"{key}.grid"),
+    grid_raw = toml.normalise(toml.check_table(table.get("grid", {}), path, f"{key}.grid"),
                           path, f"{key}.grid")
 
     if kind == "datasets":
@@ -321,14 +154,14 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
         def check(option: str, value: Any, where: str) -> Any:
             if option in _RUNNER_OPTIONS:
                 raise InvalidInputError(
-                    f"{_where(path, where)}: set by the study runner (each replicate "
+                    f"{toml.where(path, where)}: set by the study runner (each replicate "
                     f"draws its own data), not by the study file; allowed: "
-                    f"{_allowed(allowed)}")
+                    f"{toml.allowed(allowed)}")
             if option not in defaults:
                 raise InvalidInputError(
-                    f"{_where(path, where)}: unknown option of data set {name!r}; "
-                    f"allowed: {_allowed(allowed)}")
-            return _check_dataset_value(value, defaults[option], path, where)
+                    f"{toml.where(path, where)}: unknown option of data set {name!r}; "
+                    f"allowed: {toml.allowed(allowed)}")
+            return toml.check_option_value(value, defaults[option], path, where)
     else:
         types = _field_types(registry.get(name).Config)
         allowed = list(types)
@@ -336,8 +169,8 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
         def check(option: str, value: Any, where: str) -> Any:
             if option not in types:
                 raise InvalidInputError(
-                    f"{_where(path, where)}: unknown option of method {name!r}; "
-                    f"allowed: {_allowed(allowed)}")
+                    f"{toml.where(path, where)}: unknown option of method {name!r}; "
+                    f"allowed: {toml.allowed(allowed)}")
             return _check_method_value(value, types[option])
 
     fixed = {k: check(k, v, f"{key}.{fixed_key}.{k}") for k, v in fixed.items()}
@@ -347,14 +180,14 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
         where = f"{key}.grid.{option}"
         if option in fixed:
             raise InvalidInputError(
-                f"{_where(path, where)}: {option!r} is given twice, in {fixed_key} and in "
+                f"{toml.where(path, where)}: {option!r} is given twice, in {fixed_key} and in "
                 f"grid; give it in one of them")
         if not isinstance(values, list):
             raise InvalidTypeError(
-                f"{_where(path, where)}: a grid lists the values to try, e.g. "
-                f"{option} = [1, 2]; got {_type_name(values)} {_show(values)}")
+                f"{toml.where(path, where)}: a grid lists the values to try, e.g. "
+                f"{option} = [1, 2]; got {toml.type_name(values)} {_show(values)}")
         if not values:
-            raise InvalidInputError(f"{_where(path, where)}: empty grid; list at least one "
+            raise InvalidInputError(f"{toml.where(path, where)}: empty grid; list at least one "
                                     "value")
         if option not in allowed:
             check(option, values[0], where)              # raises, naming the key
@@ -362,7 +195,7 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
         texts = [json.dumps(v, sort_keys=True) for v in checked]
         if len(set(texts)) != len(texts):
             repeated = next(v for v in texts if texts.count(v) > 1)
-            raise InvalidInputError(f"{_where(path, where)}: lists {repeated} twice")
+            raise InvalidInputError(f"{toml.where(path, where)}: lists {repeated} twice")
         grid.append((option, checked))
     entry = _Entry(kind, index, name, label, fixed, tuple(grid))
     if kind == "methods":
@@ -370,38 +203,18 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
             try:
                 registry.make_config(name, **combo)
             except UqzooError as exc:
-                raise type(exc)(f"{_where(path, key)} ({name}, {_show(combo, 120)}): "
+                raise type(exc)(f"{toml.where(path, key)} ({name}, {_show(combo, 120)}): "
                                 f"{exc}") from None
     return entry
 
 
 def _read_spec(raw: object, path: Path) -> dict[str, Any]:
+    """The study's ``[spec]``, complete (every option, defaults filled in): it enters
+    every task's id."""
     from uqzoo.spec import MLPSpec
 
-    table = _check_table(raw, path, "spec")
-    for name in table:
-        if name in ("in_features", "n_classes"):
-            raise InvalidInputError(
-                f"{_where(path, 'spec.' + name)}: set by each data set, not by the study "
-                f"file; allowed: {_allowed(_SPEC_KEYS)}")
-    _check_keys(table, _SPEC_KEYS, path, "spec", "[spec]")
-    spec = dict(table)
-    if "hidden" in spec:
-        hidden = spec["hidden"]
-        if not isinstance(hidden, list) or any(isinstance(h, bool) or not isinstance(h, int)
-                                               for h in hidden):
-            raise InvalidTypeError(f"{_where(path, 'spec.hidden')}: must be an array of "
-                                   f"integer widths like [10, 10], got {_show(hidden)}")
-    for name in ("activation", "prior"):
-        if name in spec:
-            _check_str(spec[name], path, f"spec.{name}")
-    if "prior_scale" in spec:
-        spec["prior_scale"] = _check_number(spec["prior_scale"], path, "spec.prior_scale")
-    try:
-        options: dict[str, Any] = {k: tuple(v) if k == "hidden" else v for k, v in spec.items()}
-        made = MLPSpec(1, 2, **options)
-    except UqzooError as exc:
-        raise type(exc)(f"{_where(path, 'spec')}: {exc}") from None
+    given = toml.read_spec(raw, path)
+    made = MLPSpec(1, 2, **{k: tuple(v) if k == "hidden" else v for k, v in given.items()})
     return {"hidden": list(made.hidden), "activation": made.activation,
             "prior_scale": float(made.prior_scale), "prior": made.prior}
 
@@ -550,7 +363,7 @@ class Study:
                             here = f"{data_entry.key} × {method_entry.key}"
                             if task.id in origin:
                                 raise InvalidInputError(
-                                    f"{_where(self.path, here)}: gives the same task as "
+                                    f"{toml.where(self.path, here)}: gives the same task as "
                                     f"{origin[task.id]} ({task!r}); remove one")
                             origin[task.id] = here
                             # Results are told apart by their labels: two entries with
@@ -561,12 +374,12 @@ class Study:
                                 labels, (data_entry, method_entry))
                             if other_method is not method_entry:
                                 raise InvalidInputError(
-                                    f"{_where(self.path, method_entry.key + '.label')}: "
+                                    f"{toml.where(self.path, method_entry.key + '.label')}: "
                                     f"{method_entry.label!r} is also the label of "
                                     f"{other_method.key}; give each entry its own label")
                             if other_data is not data_entry:
                                 raise InvalidInputError(
-                                    f"{_where(self.path, data_entry.key + '.label')}: "
+                                    f"{toml.where(self.path, data_entry.key + '.label')}: "
                                     f"{data_entry.label!r} is also the label of "
                                     f"{other_data.key} (setting {setting!r}); give each "
                                     "entry its own label")
@@ -617,42 +430,42 @@ def read_study(path: str | os.PathLike) -> Study:
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidTypeError(f"path must be a str or os.PathLike, got {_show(path)}")
     path = Path(os.fspath(path))
-    raw, text = _read_toml(path)
-    _check_keys(raw, _TOP_KEYS, path, "", "a study file")
-    head = _check_table(raw.get("study", {}), path, "study")
-    _check_keys(head, _STUDY_KEYS, path, "study", "[study]")
-    name = _check_str(head.get("name", path.stem), path, "study.name")
+    raw, text = toml.read_toml(path)
+    toml.check_keys(raw, _TOP_KEYS, path, "", "a study file")
+    head = toml.check_table(raw.get("study", {}), path, "study")
+    toml.check_keys(head, _STUDY_KEYS, path, "study", "[study]")
+    name = toml.check_str(head.get("name", path.stem), path, "study.name")
     if not name.strip():
-        raise InvalidInputError(f"{_where(path, 'study.name')}: must not be empty")
-    description = _check_str(head.get("description", ""), path, "study.description")
-    replicates = _check_int(head.get("replicates", 1), path, "study.replicates", 1)
-    seed = _check_int(head.get("seed", 0), path, "study.seed", 0)
+        raise InvalidInputError(f"{toml.where(path, 'study.name')}: must not be empty")
+    description = toml.check_str(head.get("description", ""), path, "study.description")
+    replicates = toml.check_int(head.get("replicates", 1), path, "study.replicates", 1)
+    seed = toml.check_int(head.get("seed", 0), path, "study.seed", 0)
     levels_raw = head.get("levels", list(DEFAULT_LEVELS))
     if not isinstance(levels_raw, list) or not levels_raw:
-        raise InvalidTypeError(f"{_where(path, 'study.levels')}: must be a non-empty array of "
+        raise InvalidTypeError(f"{toml.where(path, 'study.levels')}: must be a non-empty array of "
                                f"levels in (0, 1), got {_show(levels_raw)}")
     for i, level in enumerate(levels_raw):
-        _check_number(level, path, f"study.levels[{i}]")
+        toml.check_number(level, path, f"study.levels[{i}]")
     try:
         levels = check_levels(levels_raw, "levels")
     except UqzooError as exc:
-        raise type(exc)(f"{_where(path, 'study.levels')}: {exc}") from None
-    delta = _check_number(head.get("delta", DEFAULT_DELTA), path, "study.delta")
+        raise type(exc)(f"{toml.where(path, 'study.levels')}: {exc}") from None
+    delta = toml.check_number(head.get("delta", DEFAULT_DELTA), path, "study.delta")
     if not 0 < delta < 0.5:
-        raise InvalidInputError(f"{_where(path, 'study.delta')}: the High Confidence Set "
+        raise InvalidInputError(f"{toml.where(path, 'study.delta')}: the High Confidence Set "
                                 f"threshold must be in (0, 0.5), got {delta}")
     spec = _read_spec(raw.get("spec", {}), path)
     entries: dict[str, tuple[_Entry, ...]] = {}
     for kind in ("datasets", "methods"):
         items = raw.get(kind)
         if items is None:
-            raise InvalidInputError(f"{_where(path, kind)}: missing; a study needs at least "
+            raise InvalidInputError(f"{toml.where(path, kind)}: missing; a study needs at least "
                                     f"one [[{kind}]] entry")
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            raise InvalidTypeError(f"{_where(path, kind)}: must be an array of tables "
+            raise InvalidTypeError(f"{toml.where(path, kind)}: must be an array of tables "
                                    f"([[{kind}]] entries), got {_show(items)}")
         if not items:
-            raise InvalidInputError(f"{_where(path, kind)}: empty; a study needs at least one "
+            raise InvalidInputError(f"{toml.where(path, kind)}: empty; a study needs at least one "
                                     f"[[{kind}]] entry")
         entries[kind] = tuple(_read_entry(item, kind, i, path) for i, item in enumerate(items))
     study = Study(path=path, name=name, description=description, replicates=replicates,

@@ -23,25 +23,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from uqzoo import headline as headlines
 from uqzoo._validation import _show, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["RANKING_METRICS", "ShiftPlan", "headline", "headline_keys", "plan", "prepare",
-           "rankings", "run", "shift_key", "summary_lines", "table_columns", "text"]
+__all__ = [
+    "ShiftPlan",
+    "headline",
+    "headline_keys",
+    "mean_sd",
+    "plan",
+    "prepare",
+    "rankings",
+    "run",
+    "shift_key",
+    "summary_lines",
+    "table_columns",
+    "text",
+]
 
 SHIFT_COLUMNS = ["perturbation", "family", "low", "high", "metric", "variant", "level",
                  "class", "clean", "mean", "sd", "k"]
 COPY_COLUMNS = ["perturbation", "family", "copy", "magnitude", "p_true", "key", "value"]
-# Headline values of a copy's to_dict that describe the data, not the method.
-_NOT_METRICS = frozenset({"n_points", "n_classes", "num_draws"})
-# The headline metrics compare ranks methods by, and which way is better;
-# "nominal" ranks coverage@L by its distance to L.
-RANKING_METRICS: tuple[tuple[str, str], ...] = (
-    ("accuracy", "higher"), ("ece", "lower"), ("brier", "lower"), ("nll", "lower"),
-    ("coverage", "nominal"), ("detection_auroc", "higher"),
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Item:
     label: str
@@ -174,16 +177,18 @@ def _row_keys(table: pd.DataFrame) -> list[tuple]:
 
 
 def _headline_values(report: Any) -> dict[str, float]:
+    """The numeric headline values of one copy's report (its metrics, not its sizes)."""
+    fars = report.pd_at_far.far if report.pd_at_far is not None else ()
+    keys = {c.key for c in headlines.columns(report.levels, fars) if c.headline.group != "fit"}
     out = {}
     for key, value in report.to_dict().items():
-        if key in _NOT_METRICS or isinstance(value, (bool, np.bool_)) or value is None:
-            continue
-        if isinstance(value, (int, float, np.integer, np.floating)):
+        if key in keys and isinstance(value, (int, float, np.integer, np.floating)) and not \
+                isinstance(value, (bool, np.bool_)):
             out[key] = float(value)
     return out
 
 
-def _stats(values: Sequence[float]) -> tuple[float, float, int]:
+def mean_sd(values: Sequence[float]) -> tuple[float, float, int]:
     arr = np.asarray(values, dtype=np.float64)
     finite = arr[np.isfinite(arr)]
     k = int(finite.size)
@@ -233,7 +238,7 @@ def run(shift_plan: ShiftPlan, data: Any, clean_table: pd.DataFrame,
             values = per_row.get(key, [])
             # A row missing from a copy (coverage without p_true) counts as not computed.
             values = values + [math.nan] * (n_copies - len(values))
-            mean, sd, k = _stats(values)
+            mean, sd, k = mean_sd(values)
             shift_rows.append(dict(
                 perturbation=item.label, family=pert.family, low=pert.low, high=pert.high,
                 metric=metric, variant=variant, level=math.nan if level is None else level,
@@ -267,17 +272,21 @@ def headline(shift_copies: pd.DataFrame, clean: Mapping[str, Any]) -> dict[str, 
         for key in clean:
             if key not in by_key:
                 continue
-            mean, sd, _ = _stats(by_key[key])
+            mean, sd, _ = mean_sd(by_key[key])
             out[shift_key(key, label, labels, "mean")] = mean
             out[shift_key(key, label, labels, "sd")] = sd
     return out
 
 
-def headline_keys(clean: Mapping[str, Any], levels: Sequence[float]) -> list[str]:
+def headline_columns(clean: Mapping[str, Any], levels: Sequence[float]
+                     ) -> list[headlines.Column]:
     """The headline metrics shown under shift (summary, CLI, figures), those in ``clean``."""
-    keys = ["accuracy", "ece", "brier", "nll"] + [f"{name}@{level:g}" for level in levels
-                                                  for name in ("coverage", "interval_width")]
-    return [k for k in [*keys, "detection_auroc"] if k in clean]
+    return [c for c in headlines.columns(levels, where="shift") if c.key in clean]
+
+
+def headline_keys(clean: Mapping[str, Any], levels: Sequence[float]) -> list[str]:
+    """The keys of :func:`headline_columns`."""
+    return [c.key for c in headline_columns(clean, levels)]
 
 
 def text(reports: Mapping[str, Any], changes: Sequence[str]) -> str:
@@ -296,7 +305,7 @@ def text(reports: Mapping[str, Any], changes: Sequence[str]) -> str:
             n = sub["copy"].nunique()
             row = {}
             for key in keys:
-                mean, sd, k = _stats(sub.value[sub.key == key].to_numpy())
+                mean, sd, k = mean_sd(sub.value[sub.key == key].to_numpy())
                 row[key] = f"{mean:.4f} ± {sd:.4f} ({clean[key]:.4f})" if k else "n/a"
             cells[name] = row
         lines.append(f"\nunder {label}: mean ± sd over {n} copies (clean value in "
@@ -322,7 +331,7 @@ def summary_lines(shift_copies: pd.DataFrame, clean: Mapping[str, Any],
             values = sub.value[sub.key == key].to_numpy()
             if key not in clean or values.size == 0:
                 continue
-            mean, sd, _ = _stats(values)
+            mean, sd, _ = mean_sd(values)
             parts.append(f"{key} {mean:.4f} ± {sd:.4f} (clean {clean[key]:.4f})")
         n = sub["copy"].nunique()
         lines.append(f"  under {label} ({n} copies, p_true {truth}):")
@@ -330,16 +339,12 @@ def summary_lines(shift_copies: pd.DataFrame, clean: Mapping[str, Any],
     return lines
 
 
-def _ranked_keys(clean: Mapping[str, Any]) -> list[tuple[str, str, float | None]]:
+def _ranked_keys(clean: Mapping[str, Any], levels: Sequence[float]
+                 ) -> list[tuple[str, str, float | None]]:
     """(key, direction, nominal level) of the ranking metrics present in a to_dict."""
-    out: list[tuple[str, str, float | None]] = []
-    for name, direction in RANKING_METRICS:
-        if direction == "nominal":
-            out += [(key, direction, float(key.split("@")[1])) for key in clean
-                    if key.startswith(f"{name}@") and "_shift_" not in key]
-        elif name in clean:
-            out.append((name, direction, None))
-    return out
+    return [(c.key, str(c.headline.better), c.at if c.headline.better == "nominal" else None)
+            for c in headlines.columns(levels, where="shift")
+            if c.headline.better and c.key in clean]
 
 
 def _badness(values: np.ndarray, direction: str, nominal: float | None) -> np.ndarray:
@@ -383,13 +388,13 @@ def rankings(reports: Mapping[str, Any]) -> tuple[pd.DataFrame, tuple[str, ...]]
     rows: list[dict[str, Any]] = []
     sentences: list[str] = []
     for label in labels:
-        for key, direction, nominal in _ranked_keys(cleans[names[0]]):
+        for key, direction, nominal in _ranked_keys(cleans[names[0]], reports[names[0]].levels):
             per_copy = {}
             for n in names:
                 sub = copies[n][(copies[n].perturbation == label) & (copies[n].key == key)]
                 per_copy[n] = pd.Series(sub.value.to_numpy(), index=sub["copy"].to_numpy())
             clean = np.array([cleans[n].get(key, math.nan) for n in names], dtype=float)
-            stats = [_stats(per_copy[n].to_numpy()) for n in names]
+            stats = [mean_sd(per_copy[n].to_numpy()) for n in names]
             shifted = np.array([s[0] for s in stats])
             if not (np.isfinite(clean).all() and np.isfinite(shifted).all()):
                 continue

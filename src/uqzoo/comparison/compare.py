@@ -1,0 +1,589 @@
+"""Fit several methods on one dataset and put their evaluations side by side.
+
+This is what ``uqzoo compare`` (the README's main job) and the notebooks run.
+It only composes: ``uz.fit`` for each method, ``uz.evaluate`` on the test
+split, and a tidy table of the headline numbers. On binary target-detection
+scenes the classical detectors of :mod:`uqzoo.detectors` are added as
+reference rows, so every table answers "is a network worth it here?".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from uqzoo import headline
+from uqzoo import methods as method_registry
+from uqzoo import shift as under_shift
+from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
+from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, SlowFitWarning
+from uqzoo.methods._config import check_class_weight, check_draws
+from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
+from uqzoo.metrics.intervals import SUMMARY_INTERVALS
+from uqzoo.prior_shift import _as_prior, prior_shift
+from uqzoo.spec import MLPSpec
+
+__all__ = ["DEFAULT_NUM_DRAWS", "QUICK_CONFIGS", "Comparison", "DetectorResult", "Settings",
+           "compare", "describe_data"]
+
+# Settings that make every method finish in seconds to a minute on two CPU
+# cores for the embedded default data (sim-teacher, 2×10 net, n_train 1000).
+# They are deliberately modest; the published comparisons use the defaults.
+QUICK_CONFIGS: dict[str, dict[str, Any]] = {
+    # draws: compare's common budget, DEFAULT_NUM_DRAWS, split over the chains
+    "hmc": {"num_warmup": 500, "num_chains": 2},
+    "mfvi": {},
+    "mc_dropout": {},
+    "ensemble": {},
+    "bootstrap": {},
+    "swag": {},
+    "laplace": {},
+}
+
+
+# The draws every method that can draw freely makes in a comparison, so that no
+# method's intervals are judged on fewer draws than another's. 1000 is
+# HMC's quick-setting total and more than any default level needs
+# (uqzoo.metrics.min_draws: 39 at 95 %).
+DEFAULT_NUM_DRAWS = 1000
+
+
+def _draw_options(name: str, num_draws: int, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that make method ``name`` emit ``num_draws`` posterior draws.
+
+    Each method's ``Config.budget_options`` says how (or that its draws are
+    trained networks, to which the budget does not apply); options the
+    caller set in ``configs`` win.
+    """
+    return dict(method_registry.get(name).Config.budget_options(num_draws, config))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DetectorResult:
+    """A classical detector's row of a comparison.
+
+    Attributes
+    ----------
+    detector : uqzoo.detectors.Detector
+        Fitted on the training split.
+    scores : float64 ndarray of shape (N_test,)
+    detection_roc : DetectionROC
+    pd_at_far : PdAtFar
+    fit_seconds : float
+        Fitting and scoring time.
+    """
+
+    detector: Any
+    scores: Any
+    detection_roc: DetectionROC
+    pd_at_far: PdAtFar
+    fit_seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What a comparison was run with, resolved: the report and the verdict read it.
+
+    Attributes
+    ----------
+    levels : tuple of float
+        Credible levels of the coverage, width and HCS columns.
+    delta : float
+        HCS threshold δ.
+    interval : str
+        ``"equal_tailed"`` or ``"order_statistic"``.
+    num_draws : int
+        The common draw budget.
+    fars : tuple of float
+        False-alarm rates of the table's Pd columns (empty unless binary).
+    seed : int
+    data_name : str
+        The compared data set's name.
+    n_test : int
+        Test points every method was evaluated on.
+
+    A :class:`Comparison` assembled by hand has no settings; the report then
+    reads what it can from the reports (``interval``, ``num_draws``, ``seed``
+    None).
+    data : tuple of (str, str)
+        The data described in words, label and text, as the report shows it
+        (data set, points, classes, split, options, truth, source).
+    """
+
+    levels: tuple[float, ...]
+    delta: float
+    interval: str | None
+    num_draws: int | None
+    fars: tuple[float, ...]
+    seed: int | None
+    data_name: str
+    n_test: int | None
+    data: tuple[tuple[str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Comparison:
+    """Result of :func:`compare`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per method: fit time, ``failed`` and ``flags`` (the kinds of
+        the report's :class:`~uqzoo.evaluate.FitFailure`, e.g.
+        ``"one_class, hcs_confident_misses"``) and the headline numbers of
+        its :class:`~uqzoo.evaluate.EvalReport` (coverage and width per level
+        where the truth is known, HCS size, accuracy, balanced accuracy,
+        ECE, Brier, NLL, AURC; on binary data detection AUROC and Pd at each
+        false-alarm rate with its Clopper–Pearson bounds). With classical
+        detectors, a ``kind`` column says ``"posterior"`` or ``"detector"``;
+        a detector row has only fit time and the detection columns (no
+        intervals, no HCS, no failure check).
+    reports : dict of str to EvalReport
+    posteriors : dict of str to Posterior
+    detectors : dict of str to DetectorResult
+        Empty unless the classical detectors were run.
+    shift : pandas.DataFrame or None
+        With ``perturbations``: every method's ``EvalReport.shift`` (each
+        metric clean and as mean ± sd over the perturbed copies), stacked
+        with a ``method`` column first. The table also gains
+        ``<column>_shift_mean`` and ``<column>_shift_sd`` beside each
+        headline column (``[<perturbation>]`` appended with several).
+    rankings : pandas.DataFrame or None
+        With ``perturbations``: the methods ranked by each headline metric
+        (accuracy, ECE, Brier, NLL, coverage by its distance to the level,
+        detection AUROC), clean and shifted (see :func:`uqzoo.under_shift.rankings`).
+    ranking_changes : tuple of str
+        One plain sentence per metric and perturbation whose order of methods
+        changes under shift, with the values and how many copies agree.
+    recalibration : dict or None
+        With ``recalibrate``: how the recalibrated rows were made --
+        ``method`` (``"temperature"`` or ``"vector"``), ``calibration_fraction``,
+        ``seed``, ``n_calibration`` (training points held out to fit the map),
+        ``n_fit`` (training points every method and detector was fitted on)
+        and ``rows``: for each recalibrated row (``"laplace+temperature"``) the
+        row it recalibrates (``of``), the fitted map (``temperature``, or None
+        for vector scaling; ``scale``, ``shift``), whether a minimum was found
+        (``converged``) and the calibration NLL before and after.
+    """
+
+    table: pd.DataFrame
+    reports: Mapping[str, Any]
+    posteriors: Mapping[str, Any]
+    detectors: Mapping[str, DetectorResult] = dataclasses.field(default_factory=dict)
+    shift: pd.DataFrame | None = None
+    rankings: pd.DataFrame | None = None
+    ranking_changes: tuple[str, ...] = ()
+    recalibration: Mapping[str, Any] | None = None
+    settings: Settings | None = None
+
+    def __repr__(self) -> str:
+        return format_table(self.table)
+
+
+def _headline_columns(levels: Sequence[float], has_truth: bool,
+                      fars: Sequence[float] = ()) -> list[str]:
+    return [c.key for c in headline.columns(levels, fars, where="comparison",
+                                            has_truth=has_truth)]
+
+
+def _is_detection_scene(data: Any) -> bool:
+    """Binary data with pixel coordinates: an HSI target-detection scene."""
+    return data.n_classes == 2 and data.coords_test is not None
+
+
+def _detector_rows(data: Any, fars: tuple[float, ...]
+                   ) -> tuple[list[dict[str, Any]], dict[str, DetectorResult]]:
+    from uqzoo import detectors
+    from uqzoo.metrics.detection import detection_roc, pd_at_far
+
+    rows, results = [], {}
+    is_target = data.y_test == 1
+    scorable = 0 < int(is_target.sum()) < is_target.shape[0]
+    for name in detectors.names():
+        start = time.perf_counter()
+        det = detectors.fit_detector(name, data.X_train, data.y_train, target_class=1)
+        scores = det.score(data.X_test)
+        seconds = time.perf_counter() - start
+        row: dict[str, Any] = {"method": name, "kind": "detector", "fit_seconds": seconds}
+        if scorable:
+            roc = detection_roc(scores, is_target)
+            pdf = pd_at_far(scores, is_target, far=fars)
+            results[name] = DetectorResult(detector=det, scores=scores, detection_roc=roc,
+                                           pd_at_far=pdf, fit_seconds=seconds)
+            row["detection_auroc"] = roc.auroc
+            for i, far in enumerate(pdf.far):
+                key = f"{far:g}"
+                row[f"pd_at_far@{key}"] = float(pdf.pd[i])
+                row[f"pd_at_far_lower@{key}"] = float(pdf.lower[i])
+                row[f"pd_at_far_upper@{key}"] = float(pdf.upper[i])
+        rows.append(row)
+    return rows, results
+
+
+def _say_long_fits(options_of: Mapping[str, Mapping[str, Any]], spec: MLPSpec,
+                   data: Any) -> None:
+    """Warn (SlowFitWarning) before any fit starts about each fit expected to take long.
+
+    A method module may offer ``time_estimate(spec, data, config)`` (HMC does:
+    a few timed gradient evaluations × the iterations × leapfrog steps); one
+    whose estimate is ``long`` is named, with the estimate and what shortens
+    it, before the first fit of the comparison runs.
+    """
+    for name, options in options_of.items():
+        estimate_time = getattr(method_registry.get(name), "time_estimate", None)
+        if estimate_time is None:
+            continue
+        estimate = estimate_time(spec, data, method_registry.make_config(name, **options))
+        if estimate is not None and estimate.long:
+            warnings.warn(f"{estimate.message()} (compare configs={{{name!r}: {{...}}}})",
+                          SlowFitWarning, stacklevel=3)
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The comparison table as aligned text, for terminals and logs."""
+    with pd.option_context("display.width", 200, "display.max_columns", 50,
+                           "display.float_format", "{:.4f}".format):
+        return table.to_string()
+
+
+def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None = None,
+            seed: int = 0, levels: Sequence[float] = (0.8, 0.95), delta: float = 0.2,
+            configs: Mapping[str, Mapping[str, Any]] | None = None,
+            progress_bar: bool = True, detectors: bool | None = None,
+            far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
+            interval: str = "equal_tailed", perturbations: object = None,
+            copies: int = 10, class_weight: object = None,
+            target_prior: object = None, recalibrate: str | None = None) -> Comparison:
+    """Fit each method on ``data`` and evaluate it on the test split.
+
+    Parameters
+    ----------
+    data : ClassificationData
+    methods : str or sequence of str, optional
+        Method names (``uz.methods.names()``); all of them by default. A single
+        name is the same as a one-element list.
+    spec : MLPSpec, optional
+        The network; by default 2 hidden layers of 10 tanh units (MC
+        dropout's rate is its own option, ``configs={"mc_dropout":
+        {"dropout": ...}}``).
+    seed : int
+        Seed of every fit (each method gets the same seed).
+    levels : sequence of float
+        Credible levels for coverage, width and High Confidence Sets.
+    delta : float
+        HCS threshold δ in (0, 0.5).
+    configs : dict of method name to dict, optional
+        Hyper-parameters per method; methods not named use their defaults.
+    progress_bar : bool
+    detectors : bool, optional
+        Add the classical detectors (``uz.detectors``: ACE, CEM, matched
+        filter, RX; class 1 the target) as reference rows. By default they
+        are added on HSI target-detection scenes: binary data with pixel
+        coordinates (``hsi-sim``, ``muufl-target``, ``from_hsi`` scenes), not
+        on tabular data, whose features are not spectra. ``True`` needs
+        binary data.
+    far : sequence of float in (0, 1)
+        False-alarm rates of the Pd columns (binary data).
+    num_draws : int
+        The common draw budget S of every method that can draw freely (HMC,
+        MF-VI, MC dropout, SWAG, Laplace; HMC splits it over its chains), so
+        that no method's intervals are judged on fewer draws than another's.
+        Ensembles and bootstraps make one draw per trained member
+        (``num_members``). A method's own ``num_samples`` in ``configs`` wins.
+        The table's ``num_draws`` column shows each method's S.
+    interval : {"equal_tailed", "order_statistic"}
+        The interval the table's coverage and width use: percentile intervals
+        (the default, as in the literature) or order-statistic intervals,
+        which keep their level for any S (see :func:`uqzoo.evaluate`).
+    perturbations : list, optional
+        Evaluate every method also on ``copies`` perturbed copies of the test
+        set per entry (family names, ``"family:low-high"``, ``(family, (low,
+        high))`` or :class:`~uqzoo.perturb.Perturbation`; see
+        :func:`uqzoo.evaluate`). The copies are made once, from ``seed``, and
+        shared by all methods, so rankings are compared on the same data.
+    copies : int
+        Perturbed copies per perturbation (K >= 1).
+    class_weight : None, "balanced", sequence or dict, optional
+        A reweighted likelihood for every method (its ``class_weight``
+        option; a method's own in ``configs`` wins): ``"balanced"`` keeps
+        rare targets from being ignored, at the price of probabilities that
+        refer to a balanced class prior -- see ``target_prior``.
+    target_prior : None, "train", sequence or dict, optional
+        Move every posterior's probabilities to this class prior before
+        evaluation (:func:`uqzoo.prior_shift`): ``"train"`` is the training
+        labels' frequencies (the scene's prior, when the split keeps it), a
+        sequence or dict gives it. None (default) evaluates the
+        probabilities as fit.
+    recalibrate : {None, "temperature", "vector"}
+        Also evaluate every fitted posterior after post-hoc recalibration
+        (:func:`uqzoo.recalibrate`), as a row named ``"<method>+<recalibrate>"``
+        of kind ``"recalibrated"`` beside its original (in the table,
+        ``reports`` and ``posteriors``). The map is fitted on held-out data:
+        a stratified ``uqzoo.recalibrate.DEFAULT_CALIBRATION_FRACTION`` (20 %)
+        of the training set is split off first (:func:`uqzoo.calibration_split`
+        with ``seed``) and every method -- and classical detector -- is fitted
+        on the rest, so a recalibration is never fitted on points its network
+        trained on (which would leave it too confident). The original rows then
+        differ from a comparison without ``recalibrate``, which trains on all
+        points; :attr:`Comparison.recalibration` records the split. A target
+        prior is applied after the recalibration.
+
+    Returns
+    -------
+    Comparison
+        A method whose fit failed (see :class:`~uqzoo.evaluate.FitFailure`)
+        has ``failed`` True in the table: its accuracy and ECE can look
+        excellent exactly then.
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("muufl-target", seed=0)
+    >>> result = uz.compare(data, ["laplace"], progress_bar=False)      # doctest: +SKIP
+    >>> result.table.loc[["laplace", "ace"], ["failed", "detection_auroc"]]  # doctest: +SKIP
+    """
+    from uqzoo.datasets import ClassificationData
+    from uqzoo.evaluate import evaluate
+
+    if not isinstance(data, ClassificationData):
+        raise InvalidTypeError(f"data must be a ClassificationData, got {_show(data)}")
+    if methods is None:
+        names = method_registry.names()
+    elif isinstance(methods, str):
+        names = [methods]               # a lone name, not its characters
+    elif isinstance(methods, Sequence) and not isinstance(methods, bytes):
+        names = list(methods)           # ordered: the table's rows follow it
+    else:
+        raise InvalidTypeError(
+            f"methods must be a method name or a list of them "
+            f"({', '.join(method_registry.names())}), got {_show(methods)}")
+    if not names:
+        raise InvalidInputError(
+            f"methods must name at least one method "
+            f"({', '.join(method_registry.names())}), got an empty list")
+    for name in names:
+        method_registry.get(name)  # validates the name
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"methods must not repeat a name, got {names}")
+    seed = check_seed(seed)
+    levels = check_levels(levels)
+    delta = check_float(delta, "delta", low=0.0, high=0.5, low_open=True, high_open=True)
+    fars = tuple(float(f) for f in _check_fars(far))
+    if detectors is None:
+        detectors = _is_detection_scene(data)
+    elif not isinstance(detectors, bool):
+        raise InvalidTypeError(f"detectors must be True, False or None, got {_show(detectors)}")
+    elif detectors and data.n_classes != 2:
+        raise InvalidInputError(
+            f"detectors=True needs binary target-detection data (class 1 the target); "
+            f"data has {data.n_classes} classes")
+    configs = dict(configs or {})
+    unknown = sorted(set(configs) - set(names))
+    if unknown:
+        raise InvalidInputError(f"configs names methods {unknown} that are not compared")
+    if spec is None:
+        spec = MLPSpec(data.n_features, data.n_classes, hidden=(10, 10))
+
+    num_draws = check_draws(num_draws, "num_draws")
+    interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
+    # Made (and checked) before any fit, once for every method.
+    shifted = under_shift.prepare(perturbations, copies, seed, data)
+    fit_data, calibration, recalibration = _calibration_split(data, recalibrate, seed)
+
+    rows, reports, posteriors = [], {}, {}
+    options_of = {name: {**_draw_options(name, num_draws, configs.get(name, {})),
+                         **({} if class_weight is None else {"class_weight": class_weight}),
+                         **configs.get(name, {})} for name in names}
+    if isinstance(target_prior, str):
+        if target_prior != "train":
+            raise InvalidInputError(f"target_prior must be None, 'train', a sequence or a dict "
+                                    f"of class probabilities, got {target_prior!r}")
+        counts = np.bincount(data.y_train, minlength=data.n_classes)
+        target_prior = (counts / counts.sum()).tolist()
+    if target_prior is not None:            # checked now, not after the first fit
+        _as_prior(target_prior, "target_prior", data.classes, data.n_classes)
+    if class_weight is not None and not isinstance(class_weight, dict):
+        check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
+    _say_long_fits(options_of, spec, fit_data)
+    for name in names:
+        options = options_of[name]
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            # A non-converged fit is reported in the table, not raised.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            post = method_registry.fit(name, spec, fit_data, seed=seed,
+                                       progress_bar=progress_bar, **options)
+        fit_seconds = time.perf_counter() - start
+        versions = [(name, "posterior", post, fit_seconds)]
+        if recalibration is not None:
+            start = time.perf_counter()
+            recalibrated = _recalibrated(post, recalibration, calibration, seed)
+            versions.append((f"{name}+{recalibration['method']}", "recalibrated",
+                             recalibrated, time.perf_counter() - start))
+            recalibration["rows"][versions[-1][0]] = _map_of(name, recalibrated)
+        for row_name, kind, version, seconds in versions:
+            if target_prior is not None:        # after the recalibration: it composes
+                version = prior_shift(version, target_prior)
+            report = evaluate(version, data, levels=levels, delta=delta, far=fars,
+                              interval=interval, perturbations=shifted)
+            posteriors[row_name], reports[row_name] = version, report
+            # the row's name, not the report's method (a recalibrated row shares it)
+            rows.append({**report.to_dict(), "method": row_name, "kind": kind,
+                         "fit_seconds": seconds})
+    detector_results: dict[str, DetectorResult] = {}
+    if detectors:
+        detector_rows, detector_results = _detector_rows(fit_data, fars)
+        rows += detector_rows
+    table = pd.DataFrame(rows).set_index("method")
+    # True / False for fits, <NA> for detector rows (no failure check applies)
+    table["failed"] = table["failed"].astype("boolean")
+    cols = [c for c in _headline_columns(levels, data.p_true_test is not None,
+                                         fars if data.n_classes == 2 else ())
+            if c in table.columns
+            and (c != "kind" or detectors or recalibration is not None)]
+    settings = Settings(levels=tuple(levels), delta=delta, interval=interval,
+                        num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
+                        seed=seed, data_name=str(data.name), n_test=int(data.n_test),
+                        data=describe_data(data, recalibration))
+    if shifted is None:
+        return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
+                          detectors=detector_results, recalibration=recalibration,
+                          settings=settings)
+    shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
+                       if r.shift is not None], ignore_index=True)
+    ranked, changes = under_shift.rankings(reports)
+    return Comparison(table=table[cols + under_shift.table_columns(cols, table.columns)],
+                      reports=reports, posteriors=posteriors, detectors=detector_results,
+                      shift=shift[["method", *under_shift.SHIFT_COLUMNS]], rankings=ranked,
+                      ranking_changes=changes, recalibration=recalibration,
+                      settings=settings)
+
+
+def _calibration_split(data: Any, recalibrate: object, seed: int
+                       ) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(data to fit on, held-out calibration (X, y) or None, the recalibration record).
+
+    Checked before any fit. Without ``recalibrate`` the methods fit on all of ``data``.
+    """
+    if recalibrate is None:
+        return data, None, None
+    from uqzoo.recalibrate import (
+        DEFAULT_CALIBRATION_FRACTION,
+        RECALIBRATION_METHODS,
+        calibration_split,
+    )
+
+    if not isinstance(recalibrate, str) or recalibrate not in RECALIBRATION_METHODS:
+        raise InvalidInputError(
+            f"recalibrate must be None or one of "
+            f"{', '.join(repr(m) for m in RECALIBRATION_METHODS)} (uz.recalibrate), got "
+            f"{_show(recalibrate)}")
+    method = recalibrate
+    fit_data, (X, y) = calibration_split(data, DEFAULT_CALIBRATION_FRACTION, seed=seed)
+    record = {"method": method, "calibration_fraction": DEFAULT_CALIBRATION_FRACTION,
+              "seed": seed, "n_calibration": int(X.shape[0]), "n_fit": int(fit_data.n_train),
+              "rows": {}}
+    return fit_data, (X, y), record
+
+
+def _recalibrated(post: Any, recalibration: Mapping[str, Any], calibration: Any,
+                  seed: int) -> Any:
+    from uqzoo.recalibrate import recalibrate
+
+    with warnings.catch_warnings():
+        # A map fitted without a minimum is reported (recalibration rows, the
+        # report's verdict), not raised.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return recalibrate(post, method=recalibration["method"], seed=seed,
+                           calibration=calibration)
+
+
+def _map_of(name: str, post: Any) -> dict[str, Any]:
+    transform = post.logit_transform
+    info = transform.info
+    return {"of": name, "temperature": transform.temperature,
+            "scale": [float(v) for v in transform.scale],
+            "shift": [float(v) for v in transform.shift],
+            "converged": info.get("converged"), "nll_before": info.get("nll_before"),
+            "nll_after": info.get("nll_after")}
+
+
+def describe_data(data: Any, recalibration: Mapping[str, Any] | None = None
+                  ) -> tuple[tuple[str, str], ...]:
+    """The data of a comparison in words: (label, text) pairs, as the report shows them."""
+    items: list[tuple[str, str]] = [("data set", str(data.name))]
+    meta = data.meta or {}
+    description = meta.get("description")
+    if isinstance(description, str):
+        items.append(("what it is", description))
+    items.append(("points", f"{data.n_train:,} train, {data.n_test:,} test"))
+    items.append(("features", f"{data.n_features:,}"))
+    names = data.class_names or tuple(str(c) for c in range(data.n_classes))
+    items.append(("classes", f"{data.n_classes}: {', '.join(map(str, names))}"))
+    counts = np.bincount(np.asarray(data.y_test, dtype=np.int64), minlength=data.n_classes)
+    items.append(("test points per class",
+                  ", ".join(f"{n}: {int(c):,}" for n, c in zip(names, counts, strict=True))))
+    options = meta.get("options")
+    split = _split_text(meta, options)
+    if split:
+        items.append(("split", split))
+    if isinstance(options, Mapping):
+        shown = ", ".join(f"{k}={_option_text(v)}" for k, v in options.items() if _is_plain(v))
+        if shown:
+            items.append(("options", shown))
+    if recalibration:
+        rec = recalibration
+        items.append(("calibration split",
+                      f"{rec['n_calibration']:,} training points "
+                      f"({float(rec['calibration_fraction']):.0%} of each class, seed "
+                      f"{rec['seed']}) held out to fit {rec['method']} scaling; every "
+                      f"method and detector trained on the other {rec['n_fit']:,}"))
+    truth = ("known (simulated): coverage of the true probability is judged"
+             if data.p_true_test is not None else
+             "unknown: coverage cannot be judged, only calibration and selective risk")
+    items.append(("true probabilities", truth))
+    citation = meta.get("citation")
+    if isinstance(citation, str):
+        items.append(("source", citation))
+    return tuple(items)
+
+
+def _is_plain(value: object) -> bool:
+    if isinstance(value, (str, bool, int, float, np.integer, np.floating)) or value is None:
+        return True
+    return isinstance(value, (tuple, list)) and len(value) <= 8 and all(
+        isinstance(v, (str, bool, int, float)) for v in value)
+
+
+def _option_text(value: object) -> str:
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(map(str, value)) + ")"
+    return str(value)
+
+
+def _split_text(meta: Mapping, options: object) -> str:
+    parts = []
+    if isinstance(options, Mapping) and "split" in options:
+        split = str(options["split"])
+        parts.append(split)
+        if split == "random" and "image_shape" in meta:
+            parts.append("optimistic: test pixels' neighbours trained")
+        guard = options.get("guard")
+        if guard is not None and split != "random":
+            parts.append(f"guard band {guard} px")
+        if options.get("test_size") is not None:
+            parts.append(f"test share {options['test_size']}")
+    elif isinstance(options, Mapping) and options.get("test_size") is not None:
+        parts.append(f"stratified random, test share {options['test_size']}")
+    elif isinstance(options, Mapping) and "n_test" in options:
+        parts.append("independent draws for training and testing (simulated)")
+    if "image_shape" in meta:
+        shape = tuple(int(s) for s in meta["image_shape"])
+        parts.append(f"scene {shape[0]}×{shape[1]} pixels")
+    return "; ".join(parts)

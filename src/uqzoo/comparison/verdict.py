@@ -1,0 +1,500 @@
+"""The verdict of a comparison: what its numbers say, as data and as sentences.
+
+:func:`verdict` judges a :class:`~uqzoo.comparison.compare.Comparison` (or a
+bare table of its columns): which fits failed or did not converge, which
+methods' intervals under- or over-cover the true probability beyond Monte
+Carlo error, which are best calibrated, what recalibration changed and which
+rankings move under shift. :func:`report_table` is the wider table the
+verdict judges and the HTML report (:mod:`uqzoo.comparison.report`) shows.
+Nothing here renders; the report only renders what this module decided.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from uqzoo import headline
+from uqzoo._validation import _show
+from uqzoo.errors import InvalidInputError, InvalidTypeError
+
+if TYPE_CHECKING:
+    from uqzoo.comparison.compare import Comparison, Settings
+
+__all__ = ["COVERAGE_Z", "Verdict", "report_table", "verdict"]
+
+# Coverage at nominal level L on N test points is judged against the binomial
+# band L ± COVERAGE_Z · sqrt(L (1 − L) / N): the two-sided 95 % normal quantile,
+# the same band uqzoo.plots.coverage_plot shades, so the verdict and the
+# figure agree. Points are treated as independent; neighbouring pixels of a
+# scene are not, so the band is then too narrow rather than too wide.
+COVERAGE_Z = 1.959963984540054
+
+
+# -- the wide table ---------------------------------------------------------------------
+
+def _check_result(result: object) -> Comparison:
+    from uqzoo.comparison.compare import Comparison
+
+    if not isinstance(result, Comparison):
+        raise InvalidTypeError(f"result must be a uqzoo Comparison (what uz.compare returns), "
+                               f"got {_show(result)}")
+    return result
+
+
+def _hcs_counts(report: Any, level: float) -> tuple[int, int]:
+    """(size, confident errors) of a report's High Confidence Set at ``level``,
+    summed over the judged classes; errors are confident misses plus confident
+    false alarms."""
+    t = report.table
+    at = t.level.notna() & np.isclose(t.level.astype(float).fillna(-1.0), level)
+
+    def total(metric: str) -> int:
+        return round(float(t.loc[at & (t.metric == metric), "value"].sum()))
+
+    return total("hcs_size"), total("hcs_missed_targets") + total("hcs_false_targets")
+
+
+def report_table(result: Comparison) -> pd.DataFrame:
+    """The comparison table of a report: :attr:`Comparison.table` and more.
+
+    Parameters
+    ----------
+    result : Comparison
+        What :func:`uqzoo.compare` returns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method (classical detectors last, as in the comparison),
+        with the comparison's columns and, for every method with a report:
+        ``n_test`` (points evaluated), ``hcs_size@L`` and ``hcs_errors@L``
+        (confident misses plus confident false alarms of the High Confidence
+        Set at level L), ``mce``, ``adaptive_ece``, ``classwise_ece``,
+        ``ece_quantile`` (top-label, equal-mass bins), ``eaurc`` and
+        ``misclassification_auroc``.
+
+    Examples
+    --------
+    >>> import uqzoo as uz
+    >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=300)
+    >>> result = uz.compare(data, ["laplace"], progress_bar=False)     # doctest: +SKIP
+    >>> uz.report.report_table(result).loc["laplace", "hcs_errors@0.8"]  # doctest: +SKIP
+    """
+    result = _check_result(result)
+    table = result.table.copy()
+    levels = _settings(result).levels
+    extra: dict[str, dict[str, Any]] = {}
+    for name, report in result.reports.items():
+        d = {**report.to_dict(), "n_test": report.n_points}
+        extra[name] = {c.key: d[c.key] for c in headline.columns(levels, where="report")
+                       if c.key not in table.columns and c.key in d}
+    if extra:
+        more = pd.DataFrame.from_dict(extra, orient="index")
+        table = table.join(more, how="left")
+    return table
+
+
+def _settings(result: Comparison, data: Any = None) -> Settings:
+    """The comparison's recorded settings; for one assembled by hand (no settings),
+    what its reports and ``data`` say."""
+    if result.settings is not None:
+        return result.settings
+    from uqzoo.comparison.compare import Settings, describe_data
+
+    first = next(iter(result.reports.values()), None)
+    if data is not None:
+        items = describe_data(data)
+    elif first is not None:
+        items = (("test points", f"{first.n_points:,}"),
+                 ("classes", f"{first.n_classes}: {', '.join(map(str, first.class_names))}"),
+                 ("true probabilities", "known" if first.p_true is not None else "unknown"))
+    else:
+        items = ()
+    return Settings(
+        levels=tuple(first.levels) if first is not None else _levels_in(result.table),
+        delta=float(first.delta) if first is not None else math.nan,
+        interval=None, num_draws=None,
+        fars=tuple(first.pd_at_far.far) if first is not None and first.pd_at_far is not None
+        else (),
+        seed=None, data_name=str(data.name) if data is not None else "",
+        n_test=int(first.n_points) if first is not None else None, data=items)
+
+
+def _levels_in(table: pd.DataFrame) -> tuple[float, ...]:
+    """The credible levels of a user's table, from its column keys (``coverage@0.8``)."""
+    found = {c.at for c in map(headline.parse_key, table.columns)
+             if c is not None and c.headline.axis == "level" and c.at is not None}
+    return tuple(sorted(found))
+
+
+# -- the verdict ------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What the numbers of a comparison say, as data and as sentences.
+
+    Attributes
+    ----------
+    failed : dict of str to str
+        Fits flagged as failed (:class:`uqzoo.evaluate.FitFailure`), with their
+        flags (e.g. ``"one_class"``).
+    not_converged : tuple of str
+        Methods whose own diagnostics report non-convergence.
+    under_cover, over_cover : dict of str to tuple of float
+        Methods whose coverage of the true probability lies below (above) the
+        nominal level L by more than ``COVERAGE_Z`` binomial standard errors
+        sqrt(L(1 − L)/N), and the levels where it does.
+    cover_as_claimed : tuple of str
+        Methods within that band at every level.
+    best_calibrated : tuple of str
+        Methods not flagged as failed, by ascending top-label ECE.
+    coverage_known : bool
+        Whether the table had coverage columns (true probabilities known).
+    sentences : tuple of str
+        The verdict in words, in the order the report shows it.
+    recalibration_lowers_ece : dict of str to bool
+        For every method with a recalibrated row (kind ``"recalibrated"``,
+        named ``"<method>+<map>"``): whether the recalibrated ECE is lower.
+    ranking_changes : tuple of str
+        Under shift: the comparison's :attr:`~uqzoo.comparison.compare.Comparison.ranking_changes`
+        (also among the sentences).
+    """
+
+    failed: Mapping[str, str]
+    not_converged: tuple[str, ...]
+    under_cover: Mapping[str, tuple[float, ...]]
+    over_cover: Mapping[str, tuple[float, ...]]
+    cover_as_claimed: tuple[str, ...]
+    best_calibrated: tuple[str, ...]
+    coverage_known: bool
+    sentences: tuple[str, ...]
+    recalibration_lowers_ece: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    ranking_changes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return "\n".join(self.sentences)
+
+
+def _names(names: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _is_true(value: object) -> bool:
+    return value is True or (isinstance(value, (bool, np.bool_)) and bool(value))
+
+
+def _is_false(value: object) -> bool:
+    return value is False or (isinstance(value, (bool, np.bool_)) and not bool(value))
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(
+        float(value))
+
+
+def verdict(result_or_table: Comparison | pd.DataFrame, *,
+            n_points: int | Mapping[str, int] | None = None) -> Verdict:
+    """The verdict of a comparison, generated from its numbers.
+
+    Parameters
+    ----------
+    result_or_table : Comparison or pandas.DataFrame
+        A comparison, or a table with its columns (one row per method; the
+        ``kind``, ``converged``, ``failed``, ``flags``, ``coverage@L`` and
+        ``ece`` columns are used where present, rows of kind ``"detector"``
+        are skipped).
+    n_points : int or dict of str to int, optional
+        Test points per method, for the Monte Carlo band of coverage. Taken
+        from the reports of a Comparison, or from an ``n_test`` column;
+        required for a table with coverage columns and neither.
+
+    Returns
+    -------
+    Verdict
+
+    Examples
+    --------
+    >>> import pandas as pd, uqzoo as uz
+    >>> table = pd.DataFrame({"coverage@0.9": [0.90, 0.70], "ece": [0.02, 0.05]},
+    ...                      index=pd.Index(["hmc", "swag"], name="method"))
+    >>> v = uz.report.verdict(table, n_points=1000)
+    >>> v.under_cover, v.cover_as_claimed, v.best_calibrated
+    ({'swag': (0.9,)}, ('hmc',), ('hmc', 'swag'))
+    """
+    from uqzoo.comparison.compare import Comparison
+
+    if isinstance(result_or_table, Comparison):
+        return _judge(report_table(result_or_table), n_points,
+                      _settings(result_or_table).levels, strict=True, result=result_or_table)
+    if isinstance(result_or_table, pd.DataFrame):
+        return _judge(result_or_table, n_points, _levels_in(result_or_table), strict=True)
+    raise InvalidTypeError(f"result_or_table must be a Comparison or a pandas DataFrame, "
+                           f"got {_show(result_or_table)}")
+
+
+def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
+           levels: Sequence[float], *, strict: bool, result: Comparison | None = None
+           ) -> Verdict:
+    """The verdict of a table; without ``strict``, coverage without known N is shown
+    as not judged instead of raising. A comparison adds what the table cannot say:
+    the fitted recalibration maps and the ranking changes under shift."""
+    whole = table
+    if "kind" in table.columns:
+        table = table[table["kind"].astype(str) != "detector"]
+    names = [str(n) for n in table.index]
+    rows = {str(n): row for n, row in table.iterrows()}
+    sentences: list[str] = []
+
+    failed = {}
+    if "failed" in table.columns:
+        for name in names:
+            if _is_true(rows[name]["failed"]):
+                flags = rows[name].get("flags", "")
+                failed[name] = "" if not isinstance(flags, str) else flags
+    if failed:
+        parts = [f"{name} ({flags})" if flags else name for name, flags in failed.items()]
+        verb = "fit failed" if len(failed) == 1 else "fits failed"
+        sentences.append(
+            f"{len(failed)} of {len(names)} {verb}: {_names(parts)}. Their accuracy and "
+            "calibration numbers describe a broken model, however good they look.")
+
+    not_converged = tuple(n for n in names
+                          if "converged" in table.columns and _is_false(rows[n]["converged"]))
+    if not_converged:
+        whose = "its" if len(not_converged) == 1 else "their"
+        sentences.append(f"{_names(not_converged)} did not converge by {whose} own "
+                         "diagnostics (R-hat, ESS, divergences or the loss trace): treat "
+                         "those numbers with care.")
+
+    coverage = headline.get("coverage")
+    level_columns = {float(lv): coverage.key(lv) for lv in levels
+                     if coverage.key(lv) in table.columns}
+    covered = sorted(level_columns)
+    coverage_known = bool(covered) and any(
+        _finite(rows[n][level_columns[lv]]) for n in names for lv in covered)
+    under: dict[str, list[float]] = {}
+    over: dict[str, list[float]] = {}
+    claimed: list[str] = []
+    counts = None
+    if coverage_known and (strict or n_points is not None or "n_test" in table.columns):
+        counts = _point_counts(table, names, n_points)
+    if coverage_known and counts is None:
+        sentences.append("Coverage is shown but not judged: the number of test points is "
+                         "not known.")
+    elif coverage_known:
+        assert counts is not None
+        under_text: list[str] = []
+        over_text: list[str] = []
+        for name in names:
+            n = counts[name]
+            judged = 0
+            low_parts, high_parts = [], []
+            for level in covered:
+                value = rows[name][level_columns[level]]
+                if not _finite(value):
+                    continue
+                judged += 1
+                band = COVERAGE_Z * math.sqrt(level * (1 - level) / n)
+                shown = f"{level:g} ({float(value):.3f} vs {level:g} ± {band:.3f})"
+                if value < level - band:
+                    under.setdefault(name, []).append(level)
+                    low_parts.append(shown)
+                elif value > level + band:
+                    over.setdefault(name, []).append(level)
+                    high_parts.append(shown)
+            if low_parts:
+                under_text.append(f"{name} at {_names(low_parts)}")
+            if high_parts:
+                over_text.append(f"{name} at {_names(high_parts)}")
+            if judged and name not in under and name not in over:
+                claimed.append(name)
+        rule = (f"coverage of the true probability outside the nominal level ± "
+                f"{COVERAGE_Z:.2f} binomial standard errors")
+        if under_text:
+            sentences.append(f"Under-cover ({rule}; intervals too narrow): "
+                             f"{'; '.join(under_text)}.")
+        else:
+            sentences.append("No method under-covers beyond Monte Carlo error.")
+        if over_text:
+            sentences.append(f"Over-cover (intervals wider than they claim): "
+                             f"{'; '.join(over_text)}.")
+        if claimed:
+            sentences.append(f"Cover as claimed at every level, within Monte Carlo error: "
+                             f"{_names(claimed)}.")
+        else:
+            sentences.append("No method covers as claimed at every level.")
+    else:
+        sentences.append(
+            "Coverage is not judged: the comparison has no coverage of true probabilities, "
+            "which only simulated data carry. Judge the intervals by calibration, NLL and "
+            "the risk–coverage curves instead, or compare on simulated data.")
+
+    ranked: list[str] = []
+    if "ece" in table.columns:
+        scored = [(float(rows[n]["ece"]), n) for n in names
+                  if n not in failed and _finite(rows[n]["ece"])]
+        ranked = [n for _, n in sorted(scored)]
+        if ranked:
+            head = ", then ".join(f"{n} ({float(rows[n]['ece']):.4f})" for n in ranked[:3])
+            left_out = " (failed fits left out)" if failed else ""
+            sentences.append(f"Best calibrated by ECE (top-label, equal-width bins; lower is "
+                             f"better){left_out}: {head}.")
+        elif failed:
+            sentences.append("No method is left to rank by calibration: every fit failed.")
+    maps = dict((result.recalibration or {}).get("rows", {})) if result is not None else {}
+    lowers, recalibrated = _recalibration_sentences(whole, maps, levels)
+    sentences += recalibrated
+    changes = tuple(result.ranking_changes) if result is not None else ()
+    if result is not None:
+        sentences += _shift_sentences(result)
+    return Verdict(failed=failed, not_converged=not_converged,
+                   under_cover={k: tuple(v) for k, v in under.items()},
+                   over_cover={k: tuple(v) for k, v in over.items()},
+                   cover_as_claimed=tuple(claimed), best_calibrated=tuple(ranked),
+                   coverage_known=coverage_known, sentences=tuple(sentences),
+                   recalibration_lowers_ece=lowers, ranking_changes=changes)
+
+
+def _recalibration_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """(recalibrated row, its original) for every row of kind "recalibrated" named
+    "<original>+<map>" whose original is in the table."""
+    if "kind" not in table.columns:
+        return []
+    names = [str(n) for n in table.index]
+    out = []
+    for name, kind in zip(names, table["kind"], strict=True):
+        original = name.rpartition("+")[0]
+        if str(kind) == "recalibrated" and original in names:
+            out.append((name, original))
+    return out
+
+
+_MAP_NAMES = {"temperature": "Temperature scaling", "vector": "Vector scaling"}
+
+
+def _map_text(name: str, fitted: Mapping[str, Any] | None) -> str:
+    """"temperature scaling (T = 1.83)", from a row of Comparison.recalibration."""
+    kind = name.rpartition("+")[2]
+    what = _MAP_NAMES.get(kind, f"Recalibration ({kind})")
+    if not fitted:
+        return what
+    temperature = fitted.get("temperature")
+    if temperature is not None and _finite(temperature):
+        return f"{what} (T = {float(temperature):.3g})"
+    scale, shift = fitted.get("scale") or [], fitted.get("shift") or []
+    if 0 < len(scale) <= 3:
+        return (f"{what} (w = {', '.join(f'{float(w):.3g}' for w in scale)}; "
+                f"b = {', '.join(f'{float(b):.3g}' for b in shift)})")
+    return what
+
+
+def _recalibration_sentences(table: pd.DataFrame, maps: Mapping[str, Mapping[str, Any]],
+                             levels: Sequence[float]) -> tuple[dict[str, bool], list[str]]:
+    """Per recalibrated method: did the ECE fall, and how did coverage move at each level."""
+    lowers: dict[str, bool] = {}
+    sentences: list[str] = []
+
+    def present(name: str) -> list[tuple[float, str]]:
+        key = headline.get(name).key
+        return [(float(lv), key(lv)) for lv in sorted(levels) if key(lv) in table.columns]
+
+    coverage, widths = present("coverage"), present("interval_width")
+    for name, original in _recalibration_pairs(table):
+        before, after = table.loc[original], table.loc[name]
+        if "ece" not in table.columns or not (_finite(before["ece"]) and _finite(after["ece"])):
+            continue
+        ece_before, ece_after = float(before["ece"]), float(after["ece"])
+        lowers[original] = ece_after < ece_before
+        fitted = maps.get(name)
+        how = _map_text(name, fitted)
+        verb = "lowers" if lowers[original] else "does not lower"
+        text = (f"{how} {verb} the ECE of {original}: {ece_before:.4f} → {ece_after:.4f} "
+                f"({name})")
+        moves = []
+        for level, column in coverage:
+            a, b = before[column], after[column]
+            if not (_finite(a) and _finite(b)):
+                continue
+            a, b = float(a), float(b)
+            toward = ("closer to" if abs(b - level) < abs(a - level) else
+                      "further from" if abs(b - level) > abs(a - level) else "as far from")
+            moves.append(f"at {level:g} {a:.3f} → {b:.3f} ({toward} nominal)")
+        if moves:
+            text += f"; coverage of the true probability {_names(moves)}"
+        elif widths:
+            shown = [f"at {level:g} {float(before[c]):.3f} → {float(after[c]):.3f}"
+                     for level, c in widths if _finite(before[c]) and _finite(after[c])]
+            if shown:
+                text += (f"; coverage is not known (no true probabilities), interval width "
+                         f"{_names(shown)}")
+        text += "."
+        if fitted and fitted.get("converged") is False:
+            text += (" Its map found no minimum of the calibration NLL (calibration data "
+                     "separated perfectly, or uninformative): treat it with care.")
+        sentences.append(text)
+    return lowers, sentences
+
+
+def _shift_sentences(result: Comparison) -> list[str]:
+    """What was shifted, then the ranking changes (or that there are none)."""
+    if result.shift is None:
+        return []
+    counts = {label: _copies_of(result, label)
+              for label in dict.fromkeys(result.shift.perturbation.astype(str))}
+    named = _names([f"{label} ({n} copies)" for label, n in counts.items()])
+    sentences = [f"Under shift, {named}: every method was evaluated again on the same "
+                 "perturbed copies of the test set; \u201cUnder shift\u201d shows each "
+                 "headline metric clean and as mean ± sd over the copies."]
+    shifted = set(result.shift.method.astype(str))
+    if result.ranking_changes:
+        sentences += list(result.ranking_changes)
+    elif len(shifted) >= 2:
+        sentences.append("No ranking of the methods by a headline metric changes under "
+                         "shift.")
+    return sentences
+
+
+def _copies_of(result: Comparison, label: str) -> int:
+    """Copies made of one perturbation (those of the first report evaluated under shift)."""
+    for report in result.reports.values():
+        copies = getattr(report, "shift_copies", None)
+        if copies is not None:
+            return int(copies["copy"][copies.perturbation == label].nunique())
+    return int(result.shift.k[result.shift.perturbation == label].max())  # type: ignore[union-attr]
+
+
+def _point_counts(table: pd.DataFrame, names: Sequence[str],
+                  n_points: int | Mapping[str, int] | None) -> dict[str, int]:
+    def checked(value: object, where: str) -> int:
+        # a table's integer column turns float beside detector rows (NaN there)
+        whole = isinstance(value, (int, np.integer)) or (
+            isinstance(value, (float, np.floating)) and float(value).is_integer())
+        if isinstance(value, bool) or not whole or float(value) < 1:  # type: ignore[arg-type]
+            raise InvalidInputError(f"{where} must be a positive integer (test points), got "
+                                    f"{_show(value)}")
+        return int(value)  # type: ignore[call-overload]
+
+    if n_points is not None:
+        if isinstance(n_points, Mapping):
+            missing = [n for n in names if n not in n_points]
+            if missing:
+                raise InvalidInputError(f"n_points has no entry for {missing}; it names "
+                                        f"{sorted(n_points)}")
+            return {n: checked(n_points[n], f"n_points[{n!r}]") for n in names}
+        count = checked(n_points, "n_points")
+        return dict.fromkeys(names, count)
+    if "n_test" in table.columns:
+        return {n: checked(table.loc[n, "n_test"], f"n_test of {n!r}") for n in names}
+    raise InvalidInputError("n_points is required to judge a table's coverage columns "
+                            "against Monte Carlo error (pass the number of test points), "
+                            "or pass the Comparison itself")
