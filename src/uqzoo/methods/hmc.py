@@ -32,21 +32,21 @@ NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
 
 Where a fit's time goes is (leapfrog steps) × (seconds per step): one step
 is one gradient of the log posterior over all training rows, and NUTS takes
-up to 2**max_tree_depth − 1 of them per iteration. On hyperspectral scenes
-(hundreds of correlated bands) the first factor is what the spec's fan-in
-prior keeps small (a unit's prior pre-activation no longer saturates tanh):
-trees of depth 7-8 instead of 10. Two options that did not shorten them
-further on the benchmark scene are kept for other data: ``init="map"``
-starts each chain at its own MAP fit, and ``rotate_inputs=True`` samples the
-first layer in the principal axes of the inputs (exact; see :class:`Config`).
-A lower ``max_tree_depth`` does shorten a run, at a measured cost in ESS per
+up to 2**max_tree_depth − 1 of them per iteration. The prior governs the
+first factor: the spec's fan-in prior keeps a unit's prior pre-activation
+out of tanh's saturation however many inputs it has, and so keeps the trees
+short on data with hundreds of correlated inputs. ``init="map"`` (each chain
+starts at its own MAP fit) and ``rotate_inputs=True`` (the first layer
+sampled in the principal axes of the inputs; exact, see :class:`Config`)
+are options for geometries where the start or the input correlations slow
+the sampler; a lower ``max_tree_depth`` shortens a run at a cost in ESS per
 draw.
 
 :func:`time_estimate` times a few gradients on the data before a fit and
 says what the run should cost; :func:`uqzoo.compare` warns
-(``SlowFitWarning``) before its first fit when that is long. Measured on a
-189-band, 5,000-pixel scene with a 2×10 network: benchmarks/README.md
-(``bench_hmc_scene.py``).
+(``SlowFitWarning``) before its first fit when that is long. What each of
+these costs and gains on a 189-band scene, and how the estimate compared
+with the run: benchmarks/README.md, "NUTS on a 189-band scene".
 
 ``backend="pyro"`` runs the same model with Pyro's NUTS (chains one after
 another; ``jit_compile`` traces the potential with the PyTorch JIT). Pyro draws
@@ -121,12 +121,10 @@ INITS = ("map", "uniform", "prior", "torch")
 # takes seconds, while Python's per-call overhead (~0.1 ms) stays negligible.
 _SEGMENT = 50
 _SEGMENT_SECONDS = 2.0
-# Leapfrog steps per iteration that a time estimate assumes. Measured on a
-# 189-band, 5,000-pixel scene with a 2x10 network (benchmarks/README.md,
-# bench_hmc_scene.py): 141-218 per iteration averaged over warm-up and
-# sampling, trees of depth 7-8, over the settings tried. Smaller problems
-# need fewer (depth 6 on sim-teacher); the worst case (every tree at
-# max_tree_depth) is always reported beside it.
+# Leapfrog steps per iteration that a time estimate assumes: typical of the
+# 189-band benchmark scene, where trees reach depth 7-8 (benchmarks/README.md,
+# "NUTS on a 189-band scene"). Smaller problems need fewer; the worst case
+# (every tree at max_tree_depth) is always reported beside it.
 TYPICAL_LEAPFROG_STEPS = 180
 # compare() says so before starting when a fit is expected to take longer.
 LONG_FIT_SECONDS = 120.0
@@ -172,10 +170,9 @@ class Config:
         MAP trainer (the same likelihood and prior) from torch's default
         initialisation with the chain's own seed, all chains trained
         together; the chains start from different MAPs, so R-hat still
-        compares independent starts. On the 189-band benchmark scene under
-        the fan-in prior it cost ~5 s and changed neither the warm-up's
-        leapfrog steps nor the convergence, with 500 or 150 warm-up
-        iterations (benchmarks/README.md), so it is not the default.
+        compares independent starts. Not the default: on the benchmark scene
+        it did not shorten the warm-up (benchmarks/README.md, "NUTS on a
+        189-band scene").
         ``"prior"``: a draw from the prior; ``"torch"``: torch
         ``nn.Linear``'s default init (small weights).
     map_epochs : int
@@ -184,9 +181,8 @@ class Config:
         the rest.
     rotate_inputs : bool
         Sample the first layer's weights in the principal axes of the
-        training inputs. Default False: on the 189-band benchmark scene
-        (fan-in prior) it changed neither the adapted step size nor the tree
-        depth (benchmarks/README.md). With V the eigenvectors of XᵀX,
+        training inputs. Default False (benchmarks/README.md, "NUTS on a
+        189-band scene", says why). With V the eigenvectors of XᵀX,
         the first layer computes ``W x = (W V)(Vᵀ x)``; NUTS samples
         W̃ = W V against the inputs X V, and the draws are rotated back
         (W = W̃ Vᵀ). This is exact -- the first layer's weights have one
@@ -366,8 +362,8 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
     Warm-up and sampling run the same ``segment`` program: NumPyro's kernel
     itself switches adaptation off once the state's iteration counter reaches
     ``num_warmup``, so one compiled NUTS kernel serves both phases (a separate
-    warm-up program cost a second compilation of the whole tree builder, ~3 s
-    of a ~100 s fit of the 50-10-10-1 benchmark network). Driven this way the
+    warm-up program would compile the whole tree builder a second time).
+    Driven this way the
     chain is bit-identical to ``numpyro.infer.MCMC`` started from the same
     state (``tests/methods/test_hmc.py``).
     """
@@ -687,9 +683,9 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
         results = [(jax.tree.map(lambda a, c=c: a[c], out), {k: v[c] for k, v in counts.items()},
                     seconds) for c in range(cfg.num_chains)]
     elif cfg.chain_method == "parallel" and cfg.num_chains > 1 and len(_cpu_devices()) > 1:
-        # JAX runs one computation at a time on each CPU device (measured with
-        # jax 0.10: two threads on JAX's single default CPU device took as
-        # long as one after the other), so chains run in parallel only on
+        # JAX runs one computation at a time on each CPU device (two threads on
+        # one device take as long as one after the other: benchmarks/README.md,
+        # "NUTS and mean-field VI"), so chains run in parallel only on
         # separate devices -- as many as the user configured, at most one per
         # core. Chain c always gets device c mod n: its result does not
         # depend on thread timing.
@@ -811,8 +807,7 @@ class TimeEstimate:
         (``"vectorized"`` counts every chain: an upper estimate).
     typical_steps : int
         Leapfrog steps per iteration assumed for ``seconds``:
-        ``TYPICAL_LEAPFROG_STEPS`` (180, measured on a 189-band scene), capped
-        by 2**max_tree_depth − 1.
+        ``TYPICAL_LEAPFROG_STEPS``, capped by 2**max_tree_depth − 1.
     max_steps : int
         2**max_tree_depth − 1: every tree at the cap.
     seconds, seconds_max : float
