@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 import uqzoo as uz
-from uqzoo import cli, io
+from uqzoo import _files, cli
 from uqzoo.cli import main
 
 # the module, not the function uz.compare of the same name
 compare_module = importlib.import_module("uqzoo.comparison.compare")
+posterior_module = importlib.import_module("uqzoo.posterior")
 
 SMALL_DATA = ["--data-option", "n_train=200", "--data-option", "n_test=300"]
 FAST = ["--set", "ensemble.num_members=3", "--set", "ensemble.num_epochs=100",
@@ -115,7 +116,7 @@ def no_work(monkeypatch):
     """Fitting, comparing and loading fail the test: --out must be refused first."""
     monkeypatch.setattr(uz.methods, "fit", _must_not_run)
     monkeypatch.setattr(compare_module, "compare", _must_not_run)
-    monkeypatch.setattr(io, "load_posterior", _must_not_run)
+    monkeypatch.setattr(posterior_module, "load_posterior", _must_not_run)
 
 
 def _one_line_error(capsys, *needles):
@@ -143,11 +144,11 @@ def _unusable_file(tmp_path, case, monkeypatch):
     if case == "directory":
         return tmp_path, "is a directory"
     if case == "read-only file system":
-        monkeypatch.setattr(io, "os", _os_with(statvfs=lambda path: _ReadOnlyFs()))
+        monkeypatch.setattr(_files, "os", _os_with(statvfs=lambda path: _ReadOnlyFs()))
         return tmp_path / "post.nc", "read-only file system"
     if case == "folder without write permission":
         # os.access rather than chmod: root may write into a 0o555 folder anyway
-        monkeypatch.setattr(io, "os", _os_with(access=lambda path, mode: False))
+        monkeypatch.setattr(_files, "os", _os_with(access=lambda path, mode: False))
         return tmp_path / "post.nc", "is not writable"
     if case == "name too long":
         return tmp_path / ("p" * 253 + ".nc"), "256 bytes long", "at most 255"
@@ -193,7 +194,7 @@ def test_compare_checks_out_before_comparing(tmp_path, capsys, monkeypatch, no_w
     for out, needle in cases:
         assert main(["compare", "--no-progress", "--out", str(out), *SMALL_DATA]) == 2
         _one_line_error(capsys, f"--out {str(out)!r}", needle)
-    monkeypatch.setattr(io, "os", _os_with(statvfs=lambda path: _ReadOnlyFs()))
+    monkeypatch.setattr(_files, "os", _os_with(statvfs=lambda path: _ReadOnlyFs()))
     assert main(["compare", "--no-progress", "--out", str(tmp_path / "new"), *SMALL_DATA]) == 2
     _one_line_error(capsys, "read-only file system")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "table.csv"]

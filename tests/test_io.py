@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 import uqzoo as uz
-from uqzoo import io
+from uqzoo import _files, io
 from uqzoo.errors import OutputPathError
 from uqzoo.testing import tiny_data
 
@@ -147,7 +147,7 @@ def test_failed_save_leaves_the_existing_file_intact(fitted, tmp_path, monkeypat
     path = tmp_path / "post.nc"
     fitted["hmc"].save(path)
     before = path.read_bytes()
-    monkeypatch.setattr(io, "os", _FailingOs(exc))
+    monkeypatch.setattr(_files, "os", _FailingOs(exc))
     with pytest.raises(raised, match=needle) as info:
         fitted["mfvi"].save(path)
     monkeypatch.undo()
@@ -199,7 +199,7 @@ def test_a_disk_that_fills_up_during_save_is_a_clear_error_not_a_crash(fitted, t
 def test_save_flushes_the_file_before_the_rename_and_the_folder_after(fitted, tmp_path,
                                                                       monkeypatch):
     recorder = _RecordingOs()
-    monkeypatch.setattr(io, "os", recorder)
+    monkeypatch.setattr(_files, "os", recorder)
     fitted["mfvi"].save(tmp_path / "post.nc")
     monkeypatch.undo()
     events = [e for i, e in enumerate(recorder.events) if e != "write" or
@@ -216,7 +216,7 @@ def test_save_onto_a_read_only_file_system_is_a_clear_error(fitted, tmp_path, mo
     class ReadOnly:
         f_flag = os.ST_RDONLY
 
-    monkeypatch.setattr(io, "os", type("Os", (), {
+    monkeypatch.setattr(_files, "os", type("Os", (), {
         "statvfs": staticmethod(lambda path: ReadOnly()),
         "__getattr__": lambda self, name: getattr(os, name)})())
     with pytest.raises(OutputPathError, match="read-only file system"):
@@ -297,7 +297,7 @@ def test_a_read_only_file_is_not_overwritten(fitted, tmp_path):
 _KILLED_MID_SAVE = """
 import os, sys, time
 import uqzoo as uz
-from uqzoo import io
+from uqzoo import _files
 from uqzoo.errors import OutputPathError
 spec = uz.MLPSpec(3, 2, hidden=(4,))
 post = uz.Posterior(spec=spec, method="x", config={}, seed=0, draws=spec.init_params(0, num=3))
@@ -311,7 +311,7 @@ class Os:
     def __getattr__(self, name):
         return getattr(os, name)
 
-io.os = Os()
+_files.os = Os()
 post.save(sys.argv[1])
 """
 

@@ -17,7 +17,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from uqzoo._version import __version__
 
 # public name -> module that defines it (a submodule itself when the name is one)
 _EXPORTS: dict[str, str] = {
@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidTypeError": "uqzoo.errors",
     "OutputPathError": "uqzoo.errors",
     "UqzooError": "uqzoo.errors",
-    "load_posterior": "uqzoo.io",
+    "load_posterior": "uqzoo.posterior",
     "fit": "uqzoo.methods",
     "Posterior": "uqzoo.posterior",
     "LogitTransform": "uqzoo.transform",
@@ -109,9 +109,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         UqzooError,
     )
     from uqzoo.evaluate import EvalReport, evaluate
-    from uqzoo.io import load_posterior
     from uqzoo.methods import fit
-    from uqzoo.posterior import Posterior
+    from uqzoo.posterior import Posterior, load_posterior
     from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
     from uqzoo.prior_shift import prior_shift
     from uqzoo.recalibrate import calibration_split, recalibrate

@@ -278,8 +278,8 @@ _FLAGS_WITH_CONFIG = ("config", "out", "overwrite", "no_progress")
 
 def _compare_config(args):
     """The run's CompareConfig and data: from --config FILE, or from the flags."""
+    from uqzoo._limits import check_draws
     from uqzoo.comparison.config import CompareConfig, config_data, read_config
-    from uqzoo.methods._config import check_draws
 
     if args.config is not None:
         clashes = sorted(f"--{dest.replace('_', '-')}" for dest in _explicit_dests(args)
@@ -470,7 +470,8 @@ def _cmd_fit(args) -> int:
 
 def _cmd_evaluate(args) -> int:
     from uqzoo.evaluate import evaluate
-    from uqzoo.io import check_output_file, load_posterior, write_file_atomically
+    from uqzoo.io import check_output_file, write_file_atomically
+    from uqzoo.posterior import load_posterior
     if args.out:
         check_output_file(args.out, what="--out")
     post = load_posterior(args.posterior)

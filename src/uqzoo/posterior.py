@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from uqzoo import predictive as engine
 from uqzoo._validation import _show, check_int, check_seed
-from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
 from uqzoo.transform import check_transform
 
@@ -258,3 +259,26 @@ class Posterior:
         return (f"Posterior(method={self.method!r}, draws={self.num_draws}, "
                 f"sample_shape={self.sample_shape}, predictive={self.predictive!r}, "
                 f"seed={self.seed}{flag}{recal})")
+
+
+def load_posterior(path: str | os.PathLike) -> Posterior:
+    """Read a posterior written by :meth:`Posterior.save`.
+
+    The file's structure is checked before any data is read (see
+    :mod:`uqzoo.io` for what is refused).
+
+    Raises
+    ------
+    FileFormatError
+        If the file is missing, unreadable, truncated, not a uqzoo posterior,
+        or breaks the schema (links or storage outside the file, sizes the spec
+        does not allow, unexpected variables, CF decoding attributes, a root
+        attribute of the wrong type).
+    """
+    from uqzoo import io
+
+    fields = io.read_posterior(path)
+    try:
+        return Posterior(**fields)
+    except (TypeError, ValueError) as exc:
+        raise FileFormatError(f"{str(path)!r} is a damaged uqzoo posterior: {exc}") from exc

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 import uqzoo as uz
-from uqzoo import io
-from uqzoo.comparison import report
+from uqzoo import _files
 from uqzoo.cli import main
+from uqzoo.comparison import report
 
 compare_module = importlib.import_module("uqzoo.comparison.compare")
 
@@ -315,11 +315,11 @@ def test_a_failed_write_leaves_no_report_and_no_temporary(tmp_path, monkeypatch,
         raise RuntimeError("a figure failed")
 
     if failure == "disk full at fsync":
-        monkeypatch.setattr(io, "os", _os_with(fsync=full))
+        monkeypatch.setattr(_files, "os", _os_with(fsync=full))
         with pytest.raises(uz.OutputPathError, match="no space left on the device"):
             uz.write_report(result, earlier, data=data)
     elif failure == "Ctrl-C at rename":
-        monkeypatch.setattr(io, "os", _os_with(replace=interrupted))
+        monkeypatch.setattr(_files, "os", _os_with(replace=interrupted))
         with pytest.raises(KeyboardInterrupt):
             uz.write_report(result, earlier, data=data)
     else:

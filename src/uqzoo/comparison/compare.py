@@ -21,9 +21,10 @@ import pandas as pd
 from uqzoo import headline
 from uqzoo import methods as method_registry
 from uqzoo import shift as under_shift
+from uqzoo._limits import check_draws
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, SlowFitWarning
-from uqzoo.methods._config import check_class_weight, check_draws
+from uqzoo.methods import check_class_weight
 from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
 from uqzoo.metrics.intervals import SUMMARY_INTERVALS
 from uqzoo.prior_shift import _as_prior, prior_shift

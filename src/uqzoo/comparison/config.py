@@ -446,8 +446,8 @@ def _none_for(value: Any, default: Any, annotation: str | None = None) -> Any:
 
 def _read_compare(raw: object, path: Path) -> dict[str, Any]:
     from uqzoo import methods as registry
+    from uqzoo._limits import check_draws
     from uqzoo._validation import check_levels
-    from uqzoo.methods._config import check_draws
 
     head = toml.check_table(raw, path, "compare")
     toml.check_keys(head, _COMPARE_KEYS, path, "compare", "[compare]")

@@ -64,6 +64,7 @@ import pandas as pd
 
 from uqzoo import headline
 from uqzoo._validation import _show
+from uqzoo._version import __version__
 from uqzoo.comparison.verdict import (
     COVERAGE_Z,
     Verdict,
@@ -498,8 +499,6 @@ def render_report(result: Comparison, *, data: Any = None, title: str | None = N
     str
         The HTML page.
     """
-    import uqzoo
-
     result = _check_result(result)
     if title is not None and not isinstance(title, str):
         raise InvalidTypeError(f"title must be a string, got {_show(title)}")
@@ -527,7 +526,7 @@ def render_report(result: Comparison, *, data: Any = None, title: str | None = N
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{_e(_CSP)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="uqzoo {_e(uqzoo.__version__)}">
+<meta name="generator" content="uqzoo {_e(__version__)}">
 <title>{_e(heading)} — uqzoo report</title>
 <style>{_CSS}</style>
 </head>
@@ -535,7 +534,7 @@ def render_report(result: Comparison, *, data: Any = None, title: str | None = N
 <main>
 <header>
 <h1>{_e(heading)}</h1>
-<p class="sub">uqzoo {_e(uqzoo.__version__)} report: {len(methods)} rows ({_e(", ".join(methods))}),
+<p class="sub">uqzoo {_e(__version__)} report: {len(methods)} rows ({_e(", ".join(methods))}),
 generated {_e(generated)}.</p>
 </header>
 <h2 id="verdict-heading">Verdict</h2>
@@ -548,7 +547,7 @@ generated {_e(generated)}.</p>
 {_shift_html(result)}
 {_figures_html(result, data)}
 {settings_html}
-<footer>Made by uqzoo {_e(uqzoo.__version__)}. This page is self-contained: figures are
+<footer>Made by uqzoo {_e(__version__)}. This page is self-contained: figures are
 embedded, nothing is fetched from the network.</footer>
 </main>
 </body>

@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 from uqzoo._validation import _show, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.methods._config import check_class_weight  # public: the option every method takes
 
-__all__ = ["REGISTRY", "fit", "get", "make_config", "names"]
+__all__ = ["REGISTRY", "check_class_weight", "fit", "get", "make_config", "names"]
 
 REGISTRY: dict[str, str] = {
     "hmc": "uqzoo.methods.hmc",

@@ -1,12 +1,7 @@
 """Helpers for method ``Config`` dataclasses: validation in ``__post_init__``, and
-the size limits every method shares.
-
-Every count a user passes to a fit is bounded, as the spec's widths and the
-dataset loaders already are, so that a typo (``num_members=10**9`` for
-``10**3``) ends in an error that names the argument, the value and the
-limit -- not in a Python loop that spins for days or a raw ``MemoryError``
-hours later. Each limit is chosen from the memory or time the quantity costs;
-the reason sits next to it.
+the class-weight option every method shares. The size limits live in
+:mod:`uqzoo._limits` (below :mod:`uqzoo.io`, which checks files against them)
+and are re-exported here for the methods.
 """
 
 from __future__ import annotations
@@ -14,6 +9,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from uqzoo._limits import (
+    MAX_DRAW_BYTES,
+    MAX_DRAWS,
+    MAX_ITERATIONS,
+    MAX_MATRIX_ELEMENTS,
+    MAX_MEMBERS,
+    MAX_TRACE_ELEMENTS,
+    check_chain_sizes,
+    check_draw_memory,
+    check_draws,
+    check_iterations,
+    check_members,
+    check_trace,
+)
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 
@@ -25,38 +34,6 @@ __all__ = [
     "effective_class_prior", "row_weights", "set_field",
 ]
 
-# Networks trained (or chains run) side by side: num_members, num_chains,
-# num_runs. The vectorised trainer holds every member's parameters, gradients
-# and two Adam moments plus its (rows, width) activations at once: 10**4
-# members of the default 2×10 network on 1000 rows already need
-# 10**4 × 1000 × 20 × 4 bytes = 0.8 GB of activations alone.
-MAX_MEMBERS = 10_000
-
-# Parameter draws S one fit may produce. The Monte Carlo error of a posterior
-# mean falls as 1/sqrt(S): at 2**20 draws it is 1/1024 of a posterior standard
-# deviation, so more draws buy nothing, and 2**20 draws of the default
-# 631-parameter network already hold 2.6 GB of float32.
-MAX_DRAWS = 2**20
-
-# Epochs, optimiser steps and sampler iterations per chain. At a typical
-# 1 ms per full-batch step, 10**7 steps already take about three hours; the
-# loss and ELBO traces keep one float per step.
-MAX_ITERATIONS = 10_000_000
-
-# Members × epochs: the (M, E) float32 loss trace a trained method keeps in
-# its diagnostics (and writes into its saved file) is at most 1 GiB.
-MAX_TRACE_ELEMENTS = 2**28
-
-# S × n_params × 4 bytes: the float32 parameter draws a posterior holds in
-# memory (and the file it saves to) stay under 4 GiB.
-MAX_DRAW_BYTES = 2**32
-
-# Entries of one dense float64 matrix a fit builds (Laplace's full GGN
-# precision, P × P): 2**28 entries are 2 GiB, and its Cholesky factor and
-# inverse need as much again each.
-MAX_MATRIX_ELEMENTS = 2**28
-
-
 def config_dict(config: Any) -> dict:
     """The config as a plain dict (what a Posterior stores and saves)."""
     return dataclasses.asdict(config)
@@ -67,52 +44,6 @@ def set_field(config: Any, name: str, value: Any) -> None:
     object.__setattr__(config, name, value)
 
 
-def check_iterations(value: object, name: str, *, minimum: int = 1) -> int:
-    """``value`` as an int in [minimum, MAX_ITERATIONS] (epochs, steps, iterations)."""
-    value = check_int(value, name, minimum=minimum)
-    if value > MAX_ITERATIONS:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_ITERATIONS:,} (at ~1 ms per step that is already "
-            f"about three hours), got {value:,}")
-    return value
-
-
-def check_members(value: object, name: str) -> int:
-    """``value`` as an int in [1, MAX_MEMBERS] (members, chains, runs)."""
-    value = check_int(value, name, minimum=1)
-    if value > MAX_MEMBERS:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_MEMBERS:,} (each is a network run side by side with "
-            f"the others; their activations alone would need tens of GB), got {value:,}")
-    return value
-
-
-def check_draws(value: object, name: str, *, minimum: int = 1) -> int:
-    """``value`` as an int in [minimum, MAX_DRAWS] (posterior draws S)."""
-    value = check_int(value, name, minimum=minimum)
-    if value > MAX_DRAWS:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_DRAWS:,} (2**20 draws: the Monte Carlo error is then "
-            f"1/1024 of a posterior sd, and the draws of the default network take 2.6 GB), "
-            f"got {value:,}")
-    return value
-
-
-def check_chain_sizes(num_chains: int, draws_per_chain: int, num_warmup: int,
-                      thinning: int) -> None:
-    """Bound a sampler's total draws and its iterations per chain."""
-    if num_chains * draws_per_chain > MAX_DRAWS:
-        raise InvalidInputError(
-            f"num_samples = {num_chains * draws_per_chain:,} must be at most {MAX_DRAWS:,} "
-            f"draws (2**20: the Monte Carlo error is then 1/1024 of a posterior sd)")
-    iterations = num_warmup + draws_per_chain * thinning
-    if iterations > MAX_ITERATIONS:
-        raise InvalidInputError(
-            f"num_warmup + (num_samples / num_chains) × thinning = {iterations:,} iterations "
-            f"per chain must be at most {MAX_ITERATIONS:,} (at ~1 ms per iteration that is "
-            f"already about three hours)")
-
-
 def check_training_sizes(config: Any, num_members: int, members_name: str) -> None:
     """Bound a trained method's ``num_epochs`` and its (members, epochs) loss trace.
 
@@ -120,29 +51,6 @@ def check_training_sizes(config: Any, num_members: int, members_name: str) -> No
     """
     set_field(config, "num_epochs", check_iterations(config.num_epochs, "num_epochs"))
     check_trace(num_members, config.num_epochs, members_name, "num_epochs")
-
-
-def check_trace(members: int, steps: int, members_name: str, steps_name: str) -> None:
-    """Raise unless a (members, steps) float32 trace fits in MAX_TRACE_ELEMENTS."""
-    if members * steps > MAX_TRACE_ELEMENTS:
-        raise InvalidInputError(
-            f"{members_name} × {steps_name} = {members:,} × {steps:,} must be at most "
-            f"{MAX_TRACE_ELEMENTS:,} (2**28): the loss trace keeps one float32 per member and "
-            f"{steps_name.removeprefix('num_').removesuffix('s')}, at most 1 GiB")
-
-
-def check_draw_memory(spec: Any, count: int, name: str) -> None:
-    """Raise unless ``count`` float32 parameter vectors of ``spec`` fit in MAX_DRAW_BYTES.
-
-    Called at the start of a fit, where the spec is known: the config alone
-    cannot tell how large one draw is.
-    """
-    nbytes = count * spec.n_params * 4
-    if nbytes > MAX_DRAW_BYTES:
-        raise InvalidInputError(
-            f"{name} = {count:,} parameter vectors of {spec.n_params:,} float32 values need "
-            f"{nbytes / 2**30:.1f} GiB, more than the {MAX_DRAW_BYTES // 2**30} GiB a posterior "
-            f"may hold; lower {name} or use a smaller network")
 
 
 # -- class weights: a reweighted likelihood, the same option in every method -------------

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from uqzoo._validation import _show, check_choice, check_int
+from uqzoo._version import versions
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 from uqzoo.study.store import Store
 from uqzoo.study.studyfile import Study, Task, read_study
@@ -274,18 +275,6 @@ def _limit_threads(threads: int | None) -> None:
 
 
 @functools.cache
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-    import platform
-
-    out = {"python": platform.python_version()}
-    for package in ("uqzoo", "numpy", "scipy", "torch", "jax", "jaxlib", "numpyro", "optax",
-                    "pandas", "dask", "distributed"):
-        with contextlib.suppress(md.PackageNotFoundError):
-            out[package] = md.version(package)
-    return out
-
-
 def _one_line(exc: BaseException) -> str:
     text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -307,7 +296,7 @@ def execute(task: Task, threads: int | None = None) -> dict[str, Any]:
                          "finished": time.time(), "task_seconds": time.perf_counter() - t0,
                          "cpu_seconds": time.process_time() - cpu0}
     result["worker"] = f"{socket.gethostname()}:{os.getpid()}"
-    result["versions"] = _versions()
+    result["versions"] = versions()
     return result
 
 

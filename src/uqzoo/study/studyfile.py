@@ -214,7 +214,8 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
     from uqzoo.spec import MLPSpec
 
     given = toml.read_spec(raw, path)
-    made = MLPSpec(1, 2, **{k: tuple(v) if k == "hidden" else v for k, v in given.items()})
+    options: dict[str, Any] = {k: tuple(v) if k == "hidden" else v for k, v in given.items()}
+    made = MLPSpec(1, 2, **options)
     return {"hidden": list(made.hidden), "activation": made.activation,
             "prior_scale": float(made.prior_scale), "prior": made.prior}
 
