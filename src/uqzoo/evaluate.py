@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uqzoo import headline
+from uqzoo import _data_checks, headline
 from uqzoo import shift as under_shift
 from uqzoo._validation import (
     DEFAULT_LEVELS,
@@ -623,7 +623,8 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     classes = report_parts["classes"]
     names = extras["class_names"] or tuple(str(c) for c in classes)
     warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ()) \
-        + _draw_count_warnings(int(num_draws), levels, interval)
+        + _draw_count_warnings(int(num_draws), levels, interval) \
+        + _data_checks.check_evaluation(data_or_labels, fars)
     report = EvalReport(
         table=report_parts["table"], levels=levels, delta=delta, side=side, n_points=N,
         n_classes=K, num_draws=int(num_draws), class_names=names,
