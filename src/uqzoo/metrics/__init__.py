@@ -21,7 +21,13 @@ from uqzoo.metrics.calibration import (
     reliability_curve,
     rmsce,
 )
-from uqzoo.metrics.coverage import CoverageResult, IntervalWidth, coverage, interval_width
+from uqzoo.metrics.coverage import (
+    CoverageResult,
+    IntervalWidth,
+    coverage,
+    interval_score,
+    interval_width,
+)
 from uqzoo.metrics.detection import (
     DetectionROC,
     PdAtFar,
@@ -106,6 +112,7 @@ __all__ = [
     "expected_entropy",
     "hcs_summary",
     "high_confidence_set",
+    "interval_score",
     "interval_width",
     "interval_width_score",
     "max_probability",
