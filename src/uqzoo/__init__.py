@@ -56,6 +56,9 @@ _EXPORTS: dict[str, str] = {
     "recalibrate": "uqzoo.recalibrate",
     "UQClassifier": "uqzoo.sklearn",
     "write_report": "uqzoo.comparison.report",
+    "Fidelity": "uqzoo.fidelity",
+    "fidelity": "uqzoo.fidelity",
+    "reference_posterior": "uqzoo.reference",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -82,8 +85,8 @@ def __dir__() -> list[str]:
 # uqzoo.evaluate import ...``) makes the import system bind the *module* to the
 # package attribute, which would then hide the function; the package keeps the
 # function instead.
-_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate", "prior_shift",
-                                                "recalibrate"})
+_FUNCTIONS_NAMED_LIKE_THEIR_MODULE = frozenset({"compare", "evaluate", "fidelity",
+                                                "prior_shift", "recalibrate"})
 
 
 class _Package(types.ModuleType):
@@ -109,11 +112,13 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         UqzooError,
     )
     from uqzoo.evaluate import EvalReport, evaluate
+    from uqzoo.fidelity import Fidelity, fidelity
     from uqzoo.methods import fit
     from uqzoo.posterior import Posterior, load_posterior
     from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
     from uqzoo.prior_shift import prior_shift
     from uqzoo.recalibrate import calibration_split, recalibrate
+    from uqzoo.reference import reference_posterior
     from uqzoo.sklearn import UQClassifier
     from uqzoo.spec import MLPSpec
     from uqzoo.transform import LogitTransform
