@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Sequence
+from typing import get_args
 
 import numpy as np
 
@@ -84,6 +85,35 @@ def check_float(value: object, name: str, *, low: float | None = None,
     return value
 
 
+def check_bool(value: object, name: str) -> bool:
+    """``value`` as a bool; only True, False and numpy bools are accepted (not 0/1, not
+    strings such as "false", which are truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidTypeError(f"{name} must be True or False, got {_show(value)}")
+    return bool(value)
+
+
+def as_array(value: object, name: str, what: str) -> np.ndarray:
+    """``value`` as a numpy array, or one error for whatever numpy cannot make rectangular.
+
+    None, strings, bytes, dicts and ragged nested lists are refused with the
+    same message everywhere: ``"<name> must be <what>, got <value>"``. The
+    caller checks dtype and shape next.
+    """
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise InvalidTypeError(f"{name} must be {what}, got {_show(value)}")
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as exc:   # ragged nested lists, odd objects
+        raise InvalidTypeError(f"{name} must be {what}, got {_show(value)}") from exc
+
+
+def choices(option: object) -> tuple[str, ...]:
+    """The strings of a ``Literal[...]`` option type, in order: one source for the type a
+    checker sees and the values :func:`check_choice` allows."""
+    return tuple(str(v) for v in get_args(option))
+
+
 def check_choice(value: object, name: str, allowed: Sequence[str]) -> str:
     """Return ``value`` if it is one of the ``allowed`` strings."""
     if not isinstance(value, str) or value not in allowed:
@@ -117,12 +147,7 @@ def check_levels(levels: object, name: str = "levels") -> tuple[float, ...]:
 def as_float_matrix(X: object, name: str, *, n_features: int | None = None,
                     allow_empty: bool = False) -> np.ndarray:
     """Return ``X`` as a finite float32 (N, D) array."""
-    if isinstance(X, (str, bytes, dict)) or X is None:
-        raise InvalidTypeError(f"{name} must be a 2-D numeric array, got {_show(X)}")
-    try:
-        arr = np.asarray(X)
-    except Exception as exc:  # ragged lists and the like
-        raise InvalidTypeError(f"{name} must be a 2-D numeric array, got {_show(X)}") from exc
+    arr = as_array(X, name, "a 2-D numeric array")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
                                    or arr.dtype == np.bool_):
         raise InvalidTypeError(f"{name} must have a numeric dtype, got dtype {arr.dtype}")

@@ -71,7 +71,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import linalg
 
-from uqzoo._validation import _show, as_labels, check_choice, check_float
+from uqzoo._validation import _show, as_array, as_labels, check_choice, check_float
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 __all__ = ["Detector", "ace", "cem", "fit_detector", "matched_filter", "names", "rx"]
@@ -186,13 +186,7 @@ class Detector:
 def _as_spectra(X: object, name: str, n_bands: int | None = None,
                 min_rows: int = 1) -> np.ndarray:
     """A finite real (N, D) array, not copied (the caller converts blocks to float64)."""
-    if isinstance(X, (str, bytes, dict)) or X is None:
-        raise InvalidTypeError(f"{name} must be a 2-D numeric array of spectra, got {_show(X)}")
-    try:
-        arr = np.asarray(X)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
-        raise InvalidTypeError(
-            f"{name} must be a 2-D numeric array of spectra, got {_show(X)}") from exc
+    arr = as_array(X, name, "a 2-D numeric array of spectra")
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise InvalidTypeError(f"{name} must have a real numeric dtype, got dtype {arr.dtype}")
     if arr.ndim != 2:

@@ -12,19 +12,20 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from uqzoo import predictive as engine
-from uqzoo._validation import _show, check_int, check_seed
+from uqzoo._validation import _show, check_int, check_seed, choices
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
 from uqzoo.transform import check_transform
 
 __all__ = ["PREDICTIVES", "Posterior"]
 
-PREDICTIVES = ("nn", "glm")
+Predictive = Literal["nn", "glm"]
+PREDICTIVES = choices(Predictive)
 
 
 def jsonable(value: Any) -> Any:

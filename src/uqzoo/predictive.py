@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import (
     DEFAULT_LEVELS,
     as_float_matrix,
@@ -617,10 +618,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     workers = default_workers() if workers is None else check_int(workers, "workers",
                                                                   minimum=1, maximum=1024)
     n_workers = min(workers, len(starts))
-    bar = None
-    if progress_bar:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(starts), desc="summarize", unit="chunk")
+    bar = progress(total=len(starts), desc="summarize", unit="chunk", enabled=progress_bar)
     bar_lock = threading.Lock()
 
     caller_threads = torch.get_num_threads()
@@ -630,9 +628,8 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
                                  expected_entropy)
         for start in starts[worker::n_workers]:
             summarizer(start, min(start + chunk, N))
-            if bar is not None:
-                with bar_lock:
-                    bar.update(1)
+            with bar_lock:
+                bar.update(1)
 
     def pooled_work(worker: int) -> None:
         # torch.set_num_threads sets this worker thread's own OpenMP/MKL count;
@@ -652,8 +649,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
                 for future in [pool.submit(pooled_work, w) for w in range(n_workers)]:
                     future.result()
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     # Too few draws for an order-statistic interval at these levels: the honest
     # interval is the whole range.
     lower[list(unbounded)] = 0.0

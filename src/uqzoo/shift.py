@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from uqzoo import headline as headlines
+from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import _show, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
@@ -215,10 +216,9 @@ def run(shift_plan: ShiftPlan, data: Any, clean_table: pd.DataFrame,
         per_row: dict[tuple, list[float]] = {}
         order: list[tuple] = list(clean_keys)
         copies = _copies_of(item, data, shift_plan.k, shift_plan.seed)
-        if progress_bar:
-            from tqdm.auto import tqdm
-            copies = tqdm(copies, total=len(item.copies) if item.copies is not None
-                          else shift_plan.k, desc=f"shift {item.label}", unit="copy")
+        copies = progress(copies, total=len(item.copies) if item.copies is not None
+                          else shift_plan.k, desc=f"shift {item.label}", unit="copy",
+                          enabled=progress_bar)
         n_copies = 0
         for i, magnitude, copy in copies:
             n_copies += 1

@@ -15,16 +15,19 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Mapping
+from typing import Literal
 
 import numpy as np
 
-from uqzoo._validation import _show, check_choice, check_float, check_int
+from uqzoo._validation import _show, check_choice, check_float, check_int, choices
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 __all__ = ["ACTIVATIONS", "PRIORS", "MLPSpec"]
 
-ACTIVATIONS = ("tanh", "relu", "sigmoid")
-PRIORS = ("fan_in", "iid")
+Activation = Literal["tanh", "relu", "sigmoid"]
+ACTIVATIONS = choices(Activation)
+Prior = Literal["fan_in", "iid"]
+PRIORS = choices(Prior)
 
 # Keys older releases wrote into a spec that are no longer part of it.
 _LEGACY_KEYS = ("dropout",)

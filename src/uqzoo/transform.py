@@ -12,17 +12,18 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from uqzoo._validation import check_choice, check_float
+from uqzoo._validation import check_choice, check_float, choices
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
 
 __all__ = ["LOGIT_TRANSFORMS", "LogitTransform", "check_transform"]
 
-LOGIT_TRANSFORMS = ("temperature", "vector")
+TransformKind = Literal["temperature", "vector"]
+LOGIT_TRANSFORMS = choices(TransformKind)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -207,7 +207,7 @@ def test_one_clopper_pearson():
     (np.zeros(5), uz.InvalidInputError, r"sample_weight must have a positive total, got all"),
     ([[1.0] * 5, [0.0] * 5], uz.InvalidInputError,
      r"sample_weight must have a positive total, got all weights 0 \(row 1\)"),
-    ("heavy", uz.InvalidTypeError, r"sample_weight must be a numeric array .*'heavy'"),
+    ("heavy", uz.InvalidTypeError, r"sample_weight must be a rectangular numeric array .*'heavy'"),
     (np.ones(5, dtype=bool), uz.InvalidTypeError,
      r"sample_weight must have an integer or real dtype, got dtype bool"),
     ([[1, 2], [3]], uz.InvalidTypeError, r"sample_weight must be a rectangular numeric array"),

@@ -10,6 +10,7 @@ import numpy as np
 
 from uqzoo._validation import (
     _show,
+    as_array,
     as_float_matrix,
     as_labels,
     as_probabilities,
@@ -36,11 +37,7 @@ def _frozen(arr: np.ndarray | None) -> np.ndarray | None:
 def _check_coords(coords: object, name: str, n_rows: int) -> np.ndarray | None:
     if coords is None:
         return None
-    try:
-        arr = np.asarray(coords)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
-        raise InvalidTypeError(f"{name} must be an integer (N, 2) array, got "
-                               f"{_show(coords)}") from exc
+    arr = as_array(coords, name, "an integer (N, 2) array")
     if arr.ndim != 2 or arr.shape != (n_rows, 2) or not np.issubdtype(arr.dtype, np.integer):
         raise InvalidInputError(
             f"{name} must be an integer (N, 2) array of (row, column) pixel positions "

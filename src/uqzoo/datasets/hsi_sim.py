@@ -61,8 +61,8 @@ from collections.abc import Callable
 from importlib import resources
 
 import numpy as np
-from tqdm import tqdm
 
+from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import check_choice, check_float, check_int, check_seed
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._standardize import standardize as _standardize
@@ -298,7 +298,8 @@ def _posterior(log_likelihoods: Callable[[np.ndarray], np.ndarray], X: np.ndarra
     p1 = np.empty(X.shape[0])
     starts = range(0, X.shape[0], TRUTH_CHUNK)
     # delay: the bar appears only when the truth takes longer than a second.
-    for start in tqdm(starts, desc="hsi-sim p_true", disable=not progress_bar, delay=1.0):
+    for start in progress(starts, desc="hsi-sim p_true", unit="chunk", enabled=progress_bar,
+                          delay=1.0):
         stop = start + TRUTH_CHUNK
         loglik = log_likelihoods(X[start:stop])                         # (n, V, C)
         joint = loglik[:, :, :, None] + log_prior[None]                 # (n, V, C, 2)

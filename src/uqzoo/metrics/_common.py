@@ -6,7 +6,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from uqzoo._validation import _show, as_labels, as_probabilities, check_float, check_int
+from uqzoo._validation import (
+    as_array,
+    as_labels,
+    as_probabilities,
+    check_float,
+    check_int,
+)
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 # A float64 sum of integers is exact while it stays below 2**53. Values are
@@ -78,13 +84,7 @@ def check_bounds(lower: object, upper: object) -> tuple[np.ndarray, np.ndarray]:
     """Validate interval bounds of matching shape (..., N, K) within [0, 1]."""
     out = []
     for name, value in (("lower", lower), ("upper", upper)):
-        if isinstance(value, (str, bytes, dict)) or value is None:
-            raise InvalidTypeError(f"{name} must be a numeric array, got {_show(value)}")
-        try:
-            arr = np.asarray(value)
-        except (ValueError, TypeError) as exc:  # ragged nested lists
-            raise InvalidTypeError(
-                f"{name} must be a rectangular numeric array, got {_show(value)}") from exc
+        arr = as_array(value, name, "a rectangular numeric array")
         if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
             raise InvalidTypeError(f"{name} must have a real dtype, got dtype {arr.dtype}")
         if arr.ndim < 2 or arr.size == 0:
@@ -119,15 +119,7 @@ def check_sample_weight(sample_weight: object, n_rows: int) -> np.ndarray:
     no sample to score).
     """
     name = "sample_weight"
-    if isinstance(sample_weight, (str, bytes, dict)) or sample_weight is None:
-        raise InvalidTypeError(
-            f"{name} must be a numeric array of shape (N,) or (R, N), got {_show(sample_weight)}")
-    try:
-        arr = np.asarray(sample_weight)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
-        raise InvalidTypeError(
-            f"{name} must be a rectangular numeric array of shape (N,) or (R, N), got "
-            f"{_show(sample_weight)}") from exc
+    arr = as_array(sample_weight, name, "a rectangular numeric array of shape (N,) or (R, N)")
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise InvalidTypeError(
             f"{name} must have an integer or real dtype, got dtype {arr.dtype}")
@@ -193,12 +185,7 @@ def check_delta(delta: object) -> float:
 
 def check_scores(scores: object, name: str, n_rows: int) -> np.ndarray:
     """A finite (N,) float score per point."""
-    if isinstance(scores, (str, bytes, dict)):
-        raise InvalidTypeError(f"{name} must be a 1-D numeric array, got {_show(scores)}")
-    try:
-        arr = np.asarray(scores)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
-        raise InvalidTypeError(f"{name} must be a 1-D numeric array, got {_show(scores)}") from exc
+    arr = as_array(scores, name, "a 1-D numeric array")
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise InvalidTypeError(f"{name} must have a real dtype, got dtype {arr.dtype}")
     if arr.shape != (n_rows,):

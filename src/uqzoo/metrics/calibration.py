@@ -29,10 +29,11 @@ Conventions (each pinned by a test; other libraries differ where noted):
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 
-from uqzoo._validation import check_choice, check_float, check_int
+from uqzoo._validation import check_choice, check_float, check_int, choices
 from uqzoo.errors import InvalidInputError
 from uqzoo.metrics._common import (
     FixedPointSums,
@@ -65,8 +66,10 @@ __all__ = [
     "rmsce",
 ]
 
-CONFIDENCE_KINDS = ("top_label", "positive_class")
-BINNINGS = ("equal_width", "quantile")
+ConfidenceKind = Literal["top_label", "positive_class"]
+CONFIDENCE_KINDS = choices(ConfidenceKind)
+Binning = Literal["equal_width", "quantile"]
+BINNINGS = choices(Binning)
 
 # The NLL clips p(y) from below at float64's machine epsilon (2.2e-16), the
 # clip scikit-learn's log_loss applies to float64 input, so a probability of

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import stats
 
-from uqzoo._validation import _show, check_float
+from uqzoo._validation import _show, as_array, check_float
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics._common import check_sample_weight, check_scores, group_ends, ratio, unstack
 
@@ -121,14 +121,7 @@ class PdAtFar:
 
 def _check_is_target(is_target: object) -> np.ndarray:
     """A 1-D bool mask from bools or 0/1 numbers; at least one target and one background."""
-    if isinstance(is_target, (str, bytes, dict)) or is_target is None:
-        raise InvalidTypeError(
-            f"is_target must be a 1-D array of booleans or 0/1, got {_show(is_target)}")
-    try:
-        arr = np.asarray(is_target)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
-        raise InvalidTypeError(
-            f"is_target must be a 1-D array of booleans or 0/1, got {_show(is_target)}") from exc
+    arr = as_array(is_target, "is_target", "a 1-D array of booleans or 0/1")
     if arr.ndim != 1:
         raise InvalidInputError(f"is_target must be 1-D, got shape {arr.shape}")
     if arr.dtype != np.bool_:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 
-from uqzoo._validation import as_labels, check_choice
+from uqzoo._validation import as_labels, check_choice, choices
 from uqzoo.metrics._common import check_bounds, check_delta
 
 __all__ = ["HCSSummary", "HighConfidenceSet", "hcs_summary", "high_confidence_set"]
 
-HCS_SIDES = ("both", "negative", "positive")
+HcsSide = Literal["both", "negative", "positive"]
+HCS_SIDES = choices(HcsSide)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

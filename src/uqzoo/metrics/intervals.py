@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Literal
 
 import numpy as np
 
-from uqzoo._validation import DEFAULT_LEVELS, as_probabilities, check_choice, check_levels
+from uqzoo._validation import DEFAULT_LEVELS, as_probabilities, check_choice, check_levels, choices
 from uqzoo.errors import InvalidInputError
 
 __all__ = ["DEFAULT_LEVELS", "CredibleInterval", "credible_interval", "min_draws",
            "quantile_plan"]
 
-INTERVAL_KINDS = ("equal_tailed", "order_statistic", "hdi")
+IntervalKind = Literal["equal_tailed", "order_statistic", "hdi"]
+INTERVAL_KINDS = choices(IntervalKind)
 # The kinds a streaming summary can read from sorted draws (HDI needs every
 # draw's neighbours, so it is offered on materialised draws only).
-SUMMARY_INTERVALS = ("equal_tailed", "order_statistic")
+SummaryInterval = Literal["equal_tailed", "order_statistic"]
+SUMMARY_INTERVALS = choices(SummaryInterval)
 # Floating slack when (S + 1)(1 - L)/2 is an integer in exact arithmetic
 # (e.g. S = 39, L = 0.95): the rank must not drop by one through rounding.
 _RANK_SLACK = 1e-9

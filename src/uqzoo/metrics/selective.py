@@ -21,11 +21,12 @@ replicates) and gives R values; the sort is shared by all R.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 from scipy import special, stats
 
-from uqzoo._validation import check_choice
+from uqzoo._validation import check_choice, choices
 from uqzoo.metrics._common import (
     check_probs_and_labels,
     check_sample_weight,
@@ -49,7 +50,8 @@ __all__ = [
     "risk_coverage_curve",
 ]
 
-AURC_METHODS = ("trapezoid", "mean_over_k")
+AurcMethod = Literal["trapezoid", "mean_over_k"]
+AURC_METHODS = choices(AurcMethod)
 EAURC_OPTIMA = ("exact", "asymptotic")
 # How AUARC scales its rejection axis: by the last rejection count of the grid
 # (the authors' code), or by N.

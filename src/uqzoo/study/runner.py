@@ -34,6 +34,7 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
+from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import _show, check_choice, check_int
 from uqzoo._version import versions
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
@@ -548,12 +549,10 @@ def run(study: str | os.PathLike | Study, *, store: str | os.PathLike,
         run_id = st.start_run(study.name, executor, workers, address, len(todo))
         done = failed = 0
         task_seconds = store_seconds = 0.0
-        bar = None
-        if progress_bar:
-            from tqdm.auto import tqdm
-            bar = tqdm(total=len(tasks), initial=done_before + failed_before, unit="task",
-                       desc=study.name, dynamic_ncols=True, file=sys.stderr)
-            bar.set_postfix(done=done_before, failed=failed_before, remaining=len(todo))
+        bar = progress(total=len(tasks), initial=done_before + failed_before, unit="task",
+                       desc=study.name, dynamic_ncols=True, file=sys.stderr,
+                       enabled=progress_bar)
+        bar.set_postfix(done=done_before, failed=failed_before, remaining=len(todo))
         t0 = last = time.perf_counter()
         try:
             results: Generator[dict[str, Any], None, None] = (
@@ -570,15 +569,12 @@ def run(study: str | os.PathLike | Study, *, store: str | os.PathLike,
                         done += 1
                     else:
                         failed += 1
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(done=done_before + done,
-                                        failed=failed_before + failed,
-                                        remaining=len(todo) - done - failed)
+                    bar.update(1)
+                    bar.set_postfix(done=done_before + done, failed=failed_before + failed,
+                                    remaining=len(todo) - done - failed)
         finally:
             seconds = last - t0
-            if bar is not None:
-                bar.close()
+            bar.close()
             with contextlib.suppress(Exception):  # never hide the error that got us here
                 st.finish_run(run_id, done, failed)
     return RunSummary(study=study.name, store=Path(store), total=len(tasks),
