@@ -50,7 +50,6 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics import bootstrap as boot
 from uqzoo.metrics import calibration as cal
 from uqzoo.metrics import selective as sel
-from uqzoo.metrics._common import check_delta
 from uqzoo.metrics.coverage import interval_score_per_point
 from uqzoo.metrics.detection import (
     DEFAULT_FARS,
@@ -60,7 +59,7 @@ from uqzoo.metrics.detection import (
     detection_roc,
     pd_at_far,
 )
-from uqzoo.metrics.hcs import HCS_SIDES
+from uqzoo.metrics.hcs import HCS_SIDES, check_delta
 from uqzoo.metrics.intervals import SUMMARY_INTERVALS, credible_interval, min_draws
 from uqzoo.metrics.streaming import (
     CalibrationAccumulator,

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from uqzoo._progress import progress_bar as progress
+from uqzoo._quantiles import SUMMARY_INTERVALS, quantile_plan
 from uqzoo._validation import (
     DEFAULT_LEVELS,
     as_float_matrix,
@@ -37,7 +38,6 @@ from uqzoo._validation import (
     check_levels,
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.metrics.intervals import SUMMARY_INTERVALS, quantile_plan
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
 from uqzoo.transform import LOGIT_TRANSFORMS, LogitTransform, check_transform

@@ -154,15 +154,15 @@ def check_method(name: str, spec=None, data=None, **config: Any) -> ConformanceR
     AssertionError
         On the first failed check, naming the method and the check.
     """
-    import uqzoo as uz
     from uqzoo._validation import PROBABILITY_SUM_ATOL
     from uqzoo.errors import ConvergenceWarning
-    from uqzoo.methods import make_config
-    from uqzoo.posterior import Posterior
+    from uqzoo.methods import fit, make_config
+    from uqzoo.posterior import Posterior, load_posterior
+    from uqzoo.spec import MLPSpec
 
     report = ConformanceReport(method=name)
     data = tiny_data() if data is None else data
-    spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=(3,)) if spec is None else spec
+    spec = MLPSpec(data.n_features, data.n_classes, hidden=(3,)) if spec is None else spec
     if data.n_classes == 2:
         report.skipped.append(("K > 2 probabilities",
                                "the data have two classes; pass data with K > 2 to check"))
@@ -176,7 +176,7 @@ def check_method(name: str, spec=None, data=None, **config: Any) -> ConformanceR
     def run(seed: int):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            post = uz.fit(name, spec, data, seed=seed, progress_bar=False, **config)
+            post = fit(name, spec, data, seed=seed, progress_bar=False, **config)
         for w in caught:
             if issubclass(w.category, ConvergenceWarning):
                 note = f"seed {seed}: ConvergenceWarning (expected on tiny fits): {w.message}"
@@ -239,7 +239,7 @@ def check_method(name: str, spec=None, data=None, **config: Any) -> ConformanceR
     with tempfile.TemporaryDirectory(prefix="uqzoo-conformance-") as tmp:
         path = Path(tmp) / f"{name}.nc"
         post.save(path)
-        loaded = uz.load_posterior(path)
+        loaded = load_posterior(path)
     for attr in ("method", "seed", "config", "sample_shape", "converged", "warnings",
                  "predictive"):
         if getattr(loaded, attr) != getattr(post, attr):

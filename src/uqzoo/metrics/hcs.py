@@ -10,7 +10,15 @@ import numpy as np
 from uqzoo._validation import as_labels, check_choice, choices
 from uqzoo.metrics._common import check_bounds, check_delta
 
-__all__ = ["HCSSummary", "HighConfidenceSet", "hcs_summary", "high_confidence_set"]
+__all__ = [
+    "HCS_SIDES",
+    "HCSSummary",
+    "HcsSide",
+    "HighConfidenceSet",
+    "check_delta",
+    "hcs_summary",
+    "high_confidence_set",
+]
 
 HcsSide = Literal["both", "negative", "positive"]
 HCS_SIDES = choices(HcsSide)
