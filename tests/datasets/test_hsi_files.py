@@ -297,14 +297,18 @@ def test_a_split_that_starves_a_class_names_its_label_and_suggests_another():
     cube, mask = _target_mask()
     mask[:, 20:] = 0                            # every plane on the left
     with pytest.raises(uz.InvalidInputError) as caught:
-        datasets.from_hsi(cube, mask, unlabelled=None, class_names=["ground", "plane"])
+        datasets.from_hsi(cube, mask, unlabelled=None, class_names=["ground", "plane"],
+                          split="left-right")
     message = str(caught.value)
     assert "label 1 ('plane') with no test pixel" in message
     assert "18 labelled: 18 train, 0 test" in message and "split='blocks'" in message
     with pytest.raises(uz.InvalidInputError,
                        match=r"the target, label 1 \('plane'\) with no test pixel"):
         datasets.from_hsi(cube, mask, unlabelled=None, target_class="plane",
-                          class_names={1: "plane"})
+                          class_names={1: "plane"}, split="left-right")
+    # the default split puts planes on both sides of the same scene
+    data = datasets.from_hsi(cube, mask, unlabelled=None)
+    assert data.meta["class_counts_train"][1] > 0 and data.meta["class_counts_test"][1] > 0
     # a guard wide enough to swallow a class's training pixels says so
     cube, labels = _scene()
     thin = np.zeros_like(labels)
@@ -313,7 +317,7 @@ def test_a_split_that_starves_a_class_names_its_label_and_suggests_another():
     thin[:, 14:16] = 2
     with pytest.raises(uz.InvalidInputError,
                        match=r"label 1 with no training pixel .*guard band.*guard below 3"):
-        datasets.from_hsi(cube, thin, guard=3)
+        datasets.from_hsi(cube, thin, guard=3, split="left-right")
     # one labelled pixel cannot both train and test
     single = labels.copy()
     single[single == 3] = 0
@@ -354,9 +358,13 @@ def test_muufl_crop_from_mat_files_with_its_three_real_targets(tmp_path):
     scipy.io.savemat(tmp_path / "targets.mat", {"gt": truth})
     with pytest.raises(uz.InvalidInputError, match=r"all hold 1 \(3 pixels\).*unlabelled=None"):
         datasets.from_hsi(tmp_path / "muufl.mat", tmp_path / "targets.mat")
-    # the three targets lie in the left half: the default split cannot test them
+    # the three targets lie in the left half: a left-right split cannot test them
     with pytest.raises(uz.InvalidInputError, match="label 1 with no test pixel"):
-        datasets.from_hsi(tmp_path / "muufl.mat", tmp_path / "targets.mat", unlabelled=None)
+        datasets.from_hsi(tmp_path / "muufl.mat", tmp_path / "targets.mat", unlabelled=None,
+                          split="left-right")
+    # the default (stratified) split tests and trains them
+    data = datasets.from_hsi(tmp_path / "muufl.mat", tmp_path / "targets.mat", unlabelled=None)
+    assert data.meta["class_counts_test"][1] >= 1 and data.meta["class_counts_train"][1] >= 1
     for seed in range(3):
         data = datasets.from_hsi(tmp_path / "muufl.mat", tmp_path / "targets.mat",
                                  unlabelled=None, split="blocks", seed=seed)
@@ -367,3 +375,46 @@ def test_muufl_crop_from_mat_files_with_its_three_real_targets(tmp_path):
                                       truth[coords[:, 0], coords[:, 1]])
     pairs = itertools.product(range(36), range(36))
     assert _as_set(_all_coords(data)) | _as_set(data.meta["guard_coords"]) == set(pairs)
+
+
+def _public_scene_like():
+    """100 × 100, 57 target pixels: six 3 × 3 objects right of centre and three pixels left,
+    the layout of the public AVIRIS crop of issue #26 (left-right trained 1 target)."""
+    labels = np.ones((100, 100), np.int64)
+    for r, c in [(10, 60), (30, 85), (55, 70), (75, 90), (88, 58), (45, 52)]:
+        labels[r:r + 3, c:c + 3] = 2
+    labels[62, 47:49] = 2
+    labels[20, 20] = 2
+    cube = np.random.default_rng(0).normal(size=(100, 100, 6)) + (labels == 2)[..., None]
+    return cube, labels
+
+
+def test_the_default_split_gives_rare_targets_enough_pixels_on_both_sides():
+    cube, labels = _public_scene_like()
+    halves = datasets.from_hsi(cube, labels, target_class=2, split="left-right")
+    assert halves.meta["class_counts_train"][1] == 2          # the issue: almost none train
+    for seed in range(5):
+        data = datasets.from_hsi(cube, labels, target_class=2, seed=seed)
+        assert data.meta["options"]["split"] == "stratified"
+        assert data.meta["options"]["test_size"] == 0.5
+        # at least the 20 the data-fit warnings ask for, on both sides
+        assert data.meta["class_counts_train"][1] >= 20
+        assert data.meta["class_counts_test"][1] >= 20
+        assert data.meta["class_counts_guard"].sum() < 0.2 * data.n_train
+
+
+def test_stratified_refines_the_grid_only_when_a_class_needs_it():
+    cube, labels = _scene()
+    data = datasets.from_hsi(cube, labels, seed=0, guard=1)
+    assert (data.meta["class_counts_train"] > 0).all()
+    assert (data.meta["class_counts_test"] > 0).all()
+    block = data.meta["options"]["block_size"]
+    grid = block_grid(labels.shape, block)
+    test = np.zeros(labels.shape, bool)
+    test[data.coords_test[:, 0], data.coords_test[:, 1]] = True
+    for b in np.unique(grid[labels > 0]):
+        in_block = test[(grid == b) & (labels > 0)]
+        assert in_block.all() or not in_block.any()           # whole blocks test
+    _same(datasets.from_hsi(cube, labels, seed=0, guard=1), data)
+    with pytest.raises(uz.InvalidInputError, match="block_size=4 applies to split 'blocks'"):
+        datasets.from_hsi(cube, labels, block_size=4)

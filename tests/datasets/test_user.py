@@ -398,4 +398,4 @@ def test_from_hsi_left_right_needs_labels_in_both_halves():
     cube, labels = _scene()
     labels[:, 6:] = 0
     with pytest.raises(uz.InvalidInputError, match="right half"):
-        datasets.from_hsi(cube, labels)
+        datasets.from_hsi(cube, labels, split="left-right")

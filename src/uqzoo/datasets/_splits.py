@@ -30,7 +30,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["block_grid", "blocked_test_mask", "guard_band", "half_test_mask"]
+__all__ = ["block_grid", "blocked_test_mask", "guard_band", "half_test_mask",
+           "stratified_test_mask"]
+
+# Grids tried by stratified_test_mask, coarse to fine: cells per image side.
+# Large blocks keep the guard band's cost low; finer ones are tried only when a
+# class (a few fields of targets) sits in too few blocks to reach both sides.
+STRATIFIED_GRIDS = (5, 10, 20)
+# Pixels of a class on each side that make it judgeable: the data-fit warnings'
+# threshold (fewer than 20 training rows or test targets, uqzoo._data_checks).
+MIN_SIDE = 20
 
 
 def block_grid(shape: tuple[int, int], block_size: tuple[int, int]) -> np.ndarray:
@@ -168,6 +177,61 @@ def blocked_test_mask(codes: np.ndarray, test_size: float, block_size: tuple[int
                 if take(b):
                     break
     return labelled & is_test[block_id]
+
+
+def stratified_test_mask(codes: np.ndarray, test_size: float, seed: int, guard: int = 0
+                         ) -> tuple[np.ndarray, tuple[int, int]]:
+    """Whole blocks as test set, every class on both sides where the scene allows.
+
+    :func:`blocked_test_mask` on a grid of 5 × 5 blocks; when that leaves a
+    class without a training or a test pixel (its pixels sit in too few
+    blocks), and to give each class up to ``MIN_SIDE`` (20) pixels on its
+    smaller side, the same on 10 × 10 and 20 × 20 blocks: the grid with the
+    most classes on both sides wins, then the one with most pixels on each
+    class's smaller side (counted up to 20), then the coarser.
+    The counts are taken after the guard band, so a fine grid whose band eats
+    a class's training pixels loses to a coarser one.
+
+    Parameters
+    ----------
+    codes : int array of shape (H, W)
+        Class 0..K-1 of each labelled pixel, -1 for unlabelled.
+    test_size : float in (0, 1)
+        Target share of each class's pixels held out.
+    seed : int
+    guard : int >= 0
+
+    Returns
+    -------
+    (bool array of shape (H, W), (block_height, block_width))
+        The test pixels and the block size used.
+
+    Example
+    -------
+    >>> codes = np.zeros((40, 40), np.int64); codes[1:3, 1:3] = 1; codes[9:11, 1:3] = 1
+    >>> test, block = stratified_test_mask(codes, 0.5, seed=0, guard=1)
+    >>> block, int(test[codes == 1].sum()) > 0
+    ((8, 8), True)
+    """
+    height, width = codes.shape
+    labelled = codes >= 0
+    n_classes = int(codes.max()) + 1 if labelled.any() else 0
+    best: tuple | None = None
+    for cells in STRATIFIED_GRIDS:
+        block = (-(-height // cells), -(-width // cells))
+        test = blocked_test_mask(codes, test_size, block, seed, guard=guard)
+        train = labelled & ~test & ~guard_band(test, guard)
+        n_test = np.bincount(codes[test], minlength=n_classes)
+        n_train = np.bincount(codes[train], minlength=n_classes)
+        # Classes on both sides first, then pixels on the smaller side of each
+        # class up to MIN_SIDE (beyond that a class is judged well enough);
+        # ties go to the coarser grid, which loses fewer pixels to the guard.
+        score = (int(np.sum((n_test > 0) & (n_train > 0))),
+                 int(np.minimum(np.minimum(n_test, n_train), MIN_SIDE).sum()))
+        if best is None or score > best[0]:
+            best = (score, test, block)
+    assert best is not None
+    return best[1], best[2]
 
 
 def guard_band(test: np.ndarray, guard: int) -> np.ndarray:
