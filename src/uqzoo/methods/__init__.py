@@ -175,6 +175,12 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
         diagnostics; ``classes`` holds ``data.classes``, the original label of
         each probability column.
 
+    Warns
+    -----
+    uqzoo.errors.DataWarning
+        When a class has fewer than 20 training rows, or a class weight
+        (``"balanced"`` included) exceeds 100 (``uqzoo._data_checks``).
+
     Examples
     --------
     >>> import uqzoo as uz
@@ -207,6 +213,11 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
         config["class_weight"] = _class_weights_in_order(config["class_weight"], data.classes,
                                                          data.n_classes)
     cfg = make_config(method, **config)
+    from uqzoo._data_checks import check_fit
+    from uqzoo.methods._config import class_weights
+
+    check_fit(data, class_weights(getattr(cfg, "class_weight", None), data.y_train,
+                                  data.n_classes))
     start = time.perf_counter()
     posterior = module.fit(spec, data, cfg, seed=seed, progress_bar=bool(progress_bar))
     seconds = time.perf_counter() - start
