@@ -9,22 +9,10 @@ from scipy import stats
 import uqzoo as uz
 from uqzoo.methods import _trainer, bootstrap
 
+METHOD = "bootstrap"
+DATA_SEED = 1
+FIT_SEED = 5
 OPTIONS = dict(num_members=3, num_epochs=150, learning_rate=0.02)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return uz.datasets.load("sim-teacher", n_train=200, n_test=60, seed=1)
-
-
-@pytest.fixture(scope="module")
-def spec(data):
-    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8))
-
-
-@pytest.fixture(scope="module")
-def post(spec, data):
-    return uz.fit("bootstrap", spec, data, seed=5, progress_bar=False, **OPTIONS)
 
 
 def test_resample_counts_are_resamples():

@@ -9,22 +9,10 @@ import uqzoo as uz
 from uqzoo.methods import _trainer, ensemble
 
 # One small configuration for the whole module, so the trainer compiles once.
+METHOD = "ensemble"
+DATA_SEED = 0
+FIT_SEED = 3
 OPTIONS = dict(num_members=3, num_epochs=150, learning_rate=0.02)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return uz.datasets.load("sim-teacher", n_train=200, n_test=60, seed=0)
-
-
-@pytest.fixture(scope="module")
-def spec(data):
-    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8))
-
-
-@pytest.fixture(scope="module")
-def post(spec, data):
-    return uz.fit("ensemble", spec, data, seed=3, progress_bar=False, **OPTIONS)
 
 
 def test_draws_are_the_members(post, data):

@@ -13,22 +13,10 @@ from uqzoo.methods import mc_dropout
 from uqzoo.nets import torch as tnet
 
 RATE = 0.2
+METHOD = "mc_dropout"
+DATA_SEED = 2
+FIT_SEED = 0
 OPTIONS = dict(dropout=RATE, num_samples=400, num_epochs=150, learning_rate=0.02)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return uz.datasets.load("sim-teacher", n_train=200, n_test=60, seed=2)
-
-
-@pytest.fixture(scope="module")
-def spec(data):
-    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8))
-
-
-@pytest.fixture(scope="module")
-def post(spec, data):
-    return uz.fit("mc_dropout", spec, data, seed=0, progress_bar=False, **OPTIONS)
 
 
 def test_folded_draw_equals_the_masked_network():

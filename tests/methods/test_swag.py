@@ -11,17 +11,9 @@ from scipy import stats
 import uqzoo as uz
 from uqzoo.methods import _trainer, swag
 
+METHOD = "swag"
+DATA_SEED = 3
 OPTIONS = dict(num_epochs=40, batch_size=50, swa_start=0.5, num_samples=30, max_rank=5)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return uz.datasets.load("sim-teacher", n_train=200, n_test=60, seed=3)
-
-
-@pytest.fixture(scope="module")
-def spec(data):
-    return uz.MLPSpec(data.n_features, data.n_classes, hidden=(8, 8))
 
 
 def _snapshots(num=30, P=5):
