@@ -456,8 +456,6 @@ def fidelity(posterior: Posterior, reference: Posterior, X: object, *,
     level = check_float(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
     X = as_float_matrix(X, "X", n_features=reference.spec.in_features)
     N = X.shape[0]
-    if N == 0:
-        raise InvalidInputError("X must hold at least one point, got 0 rows")
     if chunk_size is None:
         chunk = min(engine._chunk_size(p.spec, p.num_draws, None, p.predictive == "glm")
                     for p in (posterior, reference))
