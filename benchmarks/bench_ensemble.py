@@ -3,7 +3,17 @@
 The workload of issue 5: a 10-member ensemble of a 50-10-10-1 tanh network,
 n = 2000 rows, 2000 full-batch Adam steps (lr 1e-2, weight decay = the N(0, 1)
 prior, i.e. 1/N on the mean loss). Measured in one process, side by side,
-from the same initial parameters:
+from the same initial parameters.
+
+Every arm does the same work (STYLE.md rule 20), and the script asserts it:
+the same data, the same 2000 steps for every member (uqzoo's trainer runs
+without its plateau stopping rule, ``convergence_window=None``, and each
+member's ``stopped_epoch`` is checked), the same prior -- iid N(0, 1) on every
+weight and bias (``MLPSpec(prior="iid")``), which is what torch's
+``weight_decay = 1/N`` on the mean loss is. Before issue 22 uqzoo's arm ran
+under the spec's default fan-in prior and stopped at its plateau (537-1083
+of the 2000 epochs), so its figures counted less work than the torch loops'.
+Arms:
 
 1. the machine's float32 matrix-multiply peak (a large square sgemm through
    torch, best of several), the yardstick for the GFLOP/s figures;
@@ -145,7 +155,8 @@ def main() -> None:
     X = rng.normal(size=(n, 50)).astype(np.float32)
     logit = np.tanh(X[:, :5] @ rng.normal(size=5)) * 3 + X[:, 5]
     y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.int64)
-    spec = uz.MLPSpec(50, 2, hidden=(10, 10))
+    # iid N(0, prior_scale²) on every parameter: the prior torch's weight decay is.
+    spec = uz.MLPSpec(50, 2, hidden=(10, 10), prior="iid")
     decay = 1.0 / (spec.prior_scale ** 2 * n)
     init = {k: np.stack([spec.init_params(seed=100 + m)[k] for m in range(members)])
             for k in spec.param_shapes()}
@@ -159,10 +170,23 @@ def main() -> None:
     print(f"work: {members} members x {steps} steps x "
           f"{flops_per_member_step(spec, n) / 1e6:.2f} MFLOP = {work:.1f} GFLOP")
 
+    print(f"every arm: {members} members x {steps} full-batch Adam steps (no stopping rule), "
+          f"prior iid N(0, {spec.prior_scale}^2) = weight decay {decay:.2e}, n = {n}, "
+          f"the same initial parameters")
+
     def trainer_run(module: ModuleType):
-        config = module.TrainingConfig(optimizer="adam", learning_rate=lr, num_epochs=steps)
+        # No plateau stopping: every member runs all the steps, as the torch loops do.
+        config = module.TrainingConfig(optimizer="adam", learning_rate=lr, num_epochs=steps,
+                                       convergence_window=None)
         keys = module.member_keys(list(range(members)))
-        return lambda: module.train(spec, X, y, init, config, keys=keys).params
+
+        def run():
+            result = module.train(spec, X, y, init, config, keys=keys)
+            # Equal work: every member ran every step.
+            assert result.num_steps == steps, (result.num_steps, steps)
+            assert np.all(np.asarray(result.stopped_epoch) == steps), result.stopped_epoch
+            return result.params
+        return run
 
     trainers = [_trainer]
     ours = trainer_run(_trainer)

@@ -236,13 +236,43 @@ def test_chain_methods_sample_the_same_posterior(logistic):
     data, spec, _ = logistic
     kwargs = dict(num_warmup=200, num_samples=1500, num_chains=3, progress_bar=False)
     fits = {method: uz.fit("hmc", spec, data, seed=5, chain_method=method, **kwargs)
-            for method in hmc.CHAIN_METHODS}
+            for method in ("parallel", "sequential", "vectorized")}
     for post in fits.values():
         assert post.converged, post.warnings
         assert post.sample_shape == (3, 500)
     reference = by_chain(fits["parallel"])
     for method in ("sequential", "vectorized"):
         assert_same_posterior_mean(reference, by_chain(fits[method]), comparisons=2)
+
+
+def test_auto_chain_method_rule():
+    """"auto": vectorized for a small network, one after another for a large
+    one or a single chain, as the Config docstring says (one JAX CPU device
+    here; the several-device case is checked in a fresh interpreter below)."""
+    assert len(hmc._cpu_devices()) == 1
+    small = uz.MLPSpec(2, 2, hidden=(10, 10))                       # 151 parameters
+    scene = uz.MLPSpec(189, 2, hidden=(10, 10))                     # 2,021 parameters
+    assert hmc.Config().chain_method == "auto"
+    assert hmc.resolve_chain_method(small, 1000, hmc.Config()) == "vectorized"
+    assert hmc.resolve_chain_method(scene, 5000, hmc.Config()) == "sequential"
+    assert hmc.resolve_chain_method(small, 1000, hmc.Config(num_chains=1,
+                                                            num_samples=10)) == "sequential"
+    for method in ("parallel", "sequential", "vectorized"):
+        cfg = hmc.Config(chain_method=method)
+        assert hmc.resolve_chain_method(small, 1000, cfg) == method
+
+
+def test_auto_chain_method_runs_the_chosen_method(logistic):
+    """The default fit is the fit of the method the rule picks: same bits."""
+    data, spec, _ = logistic
+    kwargs = dict(num_warmup=30, num_samples=60, num_chains=3, progress_bar=False)
+    assert hmc.resolve_chain_method(spec, len(data.X_train), hmc.Config()) == "vectorized"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", uz.ConvergenceWarning)
+        auto = uz.fit("hmc", spec, data, seed=5, **kwargs)
+        chosen = uz.fit("hmc", spec, data, seed=5, chain_method="vectorized", **kwargs)
+    for key in spec.param_shapes():
+        np.testing.assert_array_equal(auto.draws[key], chosen.draws[key])
 
 
 PARALLEL_ON_TWO_DEVICES = """
@@ -260,6 +290,8 @@ data = uz.ClassificationData(X, y, X[:5], y[:5], n_classes=2)
 spec = uz.MLPSpec(2, 2, hidden=())
 kwargs = dict(num_warmup=30, num_samples=60, num_chains=3, progress_bar=False)
 assert len(hmc._cpu_devices()) == 2
+# "auto" runs chains on the devices the user configured.
+assert hmc.resolve_chain_method(spec, 30, hmc.Config()) == "parallel"
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", uz.ConvergenceWarning)
     first = uz.fit("hmc", spec, data, seed=5, chain_method="parallel", **kwargs)

@@ -14,7 +14,13 @@ NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
 - the compiled warm-up and sampling programs are cached per (spec, settings),
   so a second fit of the same network on data of the same size compiles
   nothing;
-- chains run in parallel threads, one per JAX CPU device (XLA releases the
+- ``chain_method="auto"`` (the default) vectorizes the chains of a small
+  network (training rows × parameters ≤ 10⁶), runs them in parallel where
+  the user configured several JAX CPU devices, and otherwise one after
+  another (:func:`resolve_chain_method`). Vectorized chains advance together
+  through ``vmap`` of NumPyro's kernel inside the loop, as
+  ``numpyro.infer.MCMC``'s vectorized chains do;
+- "parallel" chains run in threads, one per JAX CPU device (XLA releases the
   GIL while it computes, but JAX runs one computation at a time on a CPU
   device). JAX has one CPU device unless the program asks for more before
   JAX starts, ``jax.config.update("jax_num_cpu_devices", n)`` -- a
@@ -107,10 +113,20 @@ from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
 __all__ = ["BACKENDS", "CHAIN_METHODS", "INITS", "LONG_FIT_SECONDS", "TYPICAL_LEAPFROG_STEPS",
-           "Config", "TimeEstimate", "fit", "time_estimate"]
+           "Config", "TimeEstimate", "fit", "resolve_chain_method", "time_estimate"]
 
 BACKENDS = ("numpyro", "pyro")
-CHAIN_METHODS = ("parallel", "sequential", "vectorized")
+CHAIN_METHODS = ("auto", "parallel", "sequential", "vectorized")
+# chain_method="auto" vectorizes the chains when one gradient's work, training
+# rows × parameters, is at most this. The issue's sim-teacher network (1,000
+# rows × 151 parameters = 1.5e5) ran 4 chains 4.5× faster vectorized than one
+# after another with NumPyro (25.3 s vs 112.6 s, issue 22): NUTS's per-step
+# overhead, not the gradient, set the cost, and vmap pays it once for all
+# chains. The 189-band scene (5,000 × 2,021 = 1.0e7) spends its 1.5 ms per
+# step in the gradient (benchmarks/README.md, "NUTS on a 189-band scene"),
+# which vmap multiplies by the chains, while every iteration waits for the
+# deepest tree: there chains run one per device (or one after another).
+_VECTORIZE_MAX_WORK = 1_000_000
 INITS = ("map", "uniform", "prior", "torch")
 
 # Iterations per compiled call, at most: the buffers of a segment hold this
@@ -201,8 +217,16 @@ class Config:
         inside the fit only (``jax.enable_x64`` context), never globally.
         Draws are stored as float32 like every method's.
     backend : {"numpyro", "pyro"}
-    chain_method : {"parallel", "sequential", "vectorized"}
-        NumPyro only. ``"parallel"`` runs chains in threads, as many at a
+    chain_method : {"auto", "parallel", "sequential", "vectorized"}
+        NumPyro only. ``"auto"`` (default) picks one by a fixed rule (see
+        :func:`resolve_chain_method`): one chain runs alone; with several
+        JAX CPU devices configured, ``"parallel"``; otherwise
+        ``"vectorized"`` when one gradient's work (training rows ×
+        parameters) is at most 10⁶, where NUTS's per-step overhead rather
+        than the gradient sets the cost, else ``"sequential"``. The rule reads
+        only the data's size, the spec and the device count, so the same
+        seed, settings and machine still give the same draws.
+        ``"parallel"`` runs chains in threads, as many at a
         time as there are JAX CPU devices and cores: call
         ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` at the
         start of the program for that, since with JAX's default single CPU
@@ -211,7 +235,8 @@ class Config:
         as long as the slowest chain's tree). The same seed, settings and
         ``chain_method`` give bit-identical draws on the same machine. Across
         chain methods the chains start identically and sample the same
-        posterior, but are not promised to be identical: "parallel" and
+        posterior, but are not promised to be identical (tested within Monte
+        Carlo error): "parallel" and
         "sequential" agree exactly where XLA rounds alike in every thread,
         ``vmap`` reorders float operations, and the chaotic Hamiltonian
         dynamics amplify any rounding difference.
@@ -238,7 +263,7 @@ class Config:
     hierarchical: bool = False
     float64: bool = False
     backend: str = "numpyro"
-    chain_method: str = "parallel"
+    chain_method: str = "auto"
     jit_compile: bool = True
     num_diagnostic_points: int = 10
     class_weight: str | tuple[float, ...] | None = None
@@ -392,8 +417,17 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
                            target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
                            model_args=(X, y, weights), rng_key=key)
 
-    def segment(state, n, X, y, weights, thinning):
-        """Run n kept iterations (n ≤ _SEGMENT), each the last of ``thinning``."""
+    def segment(state, n, X, y, weights, thinning, vectorized=False):
+        """Run n kept iterations (n ≤ _SEGMENT), each the last of ``thinning``.
+
+        ``vectorized``: ``state`` holds a batch of chains (leading axis) and
+        each iteration advances them all through ``vmap(sample_kernel)``, the
+        loop staying outside the ``vmap`` as in ``numpyro.infer.MCMC``'s
+        vectorized chains; the buffers come back chains first (chains, _SEGMENT, ...).
+        """
+        kernel = functools.partial(sample_kernel, model_args=(X, y, weights))
+        if vectorized:
+            kernel = jax.vmap(kernel)
         def record(s, diverging, leapfrog):
             return {"z": s.z, "diverging": diverging, "acceptance_rate": s.accept_prob,
                     "n_steps": s.num_steps, "step_size": s.adapt_state.step_size,
@@ -401,32 +435,34 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
 
         def thinned(_, carry):
             s, diverging, leapfrog = carry
-            s = sample_kernel(s, model_args=(X, y, weights))
+            s = kernel(s)
             return s, diverging | s.diverging, leapfrog + s.num_steps
 
         # Leapfrog counts take num_steps' integer type (int64 under x64).
         no_steps = jnp.zeros_like(state.num_steps)
-        probe = record(state, jnp.zeros((), bool), no_steps)
+        no_divergence = jnp.zeros(jnp.shape(state.num_steps), bool)
+        probe = record(state, no_divergence, no_steps)
         buffers = jax.tree.map(lambda a: jnp.zeros((_SEGMENT, *jnp.shape(a)),
                                                    jnp.result_type(a)), probe)
 
         def body(i, carry):
             s, buf = carry
             s, diverging, leapfrog = lax.fori_loop(
-                0, thinning, thinned, (s, jnp.zeros((), bool), no_steps))
+                0, thinning, thinned, (s, no_divergence, no_steps))
             buf = jax.tree.map(lambda b, v: b.at[i].set(v), buf, record(s, diverging, leapfrog))
             return s, buf
-        return lax.fori_loop(0, n, body, (state, buffers))
+        state, buffers = lax.fori_loop(0, n, body, (state, buffers))
+        if vectorized:
+            buffers = jax.tree.map(lambda b: jnp.swapaxes(b, 0, 1), buffers)
+        return state, buffers
 
     if vectorized:
-        init_one, segment_one = init, segment
+        init_one = init
 
         def init(z0, key, X, y, weights=None):
             return jax.vmap(init_one, in_axes=(0, 0, None, None, None))(z0, key, X, y, weights)
 
-        def segment(state, n, X, y, weights, thinning):
-            return jax.vmap(functools.partial(segment_one, thinning=thinning),
-                            in_axes=(0, None, None, None, None))(state, n, X, y, weights)
+        segment = functools.partial(segment, vectorized=True)
     return _Program(jax.jit(init), jax.jit(segment, static_argnames=("thinning",)),
                     jax.jit(gradient))
 
@@ -596,12 +632,40 @@ def _cpu_devices() -> list:
     return jax.devices("cpu")
 
 
+def resolve_chain_method(spec: MLPSpec, n_rows: int, config: Config) -> str:
+    """The chain method a NumPyro fit uses: ``config.chain_method``, or the
+    ``"auto"`` rule's choice.
+
+    ``"auto"``: ``"sequential"`` for one chain; ``"parallel"`` when JAX has
+    several CPU devices (the user configured them); else ``"vectorized"``
+    when ``n_rows`` × the spec's parameter count is at most
+    ``_VECTORIZE_MAX_WORK`` (10⁶), otherwise ``"sequential"``.
+
+    Examples
+    --------
+    >>> from uqzoo.spec import MLPSpec
+    >>> resolve_chain_method(MLPSpec(2, 2, hidden=(10, 10)), 1000, Config())
+    'vectorized'
+    >>> resolve_chain_method(MLPSpec(189, 2, hidden=(10, 10)), 5000, Config())
+    'sequential'
+    """
+    if config.chain_method != "auto":
+        return config.chain_method
+    if config.num_chains == 1:
+        return "sequential"
+    if len(_cpu_devices()) > 1:
+        return "parallel"
+    work = int(n_rows) * spec.n_params
+    return "vectorized" if work <= _VECTORIZE_MAX_WORK else "sequential"
+
+
 def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
                  progress: _Progress) -> tuple[dict, dict, dict]:
     import jax
 
     float_dtype = np.float64 if cfg.float64 else np.float32
-    vectorized = cfg.chain_method == "vectorized"
+    chain_method = resolve_chain_method(spec, X.shape[0], cfg)
+    vectorized = chain_method == "vectorized"
     program = _numpyro_program(spec, cfg.hierarchical, cfg.num_warmup, cfg.target_accept,
                                cfg.max_tree_depth, cfg.dense_mass, cfg.float64, vectorized)
     X = X.astype(float_dtype)
@@ -682,7 +746,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
                   for k, v in counts.items()}
         results = [(jax.tree.map(lambda a, c=c: a[c], out), {k: v[c] for k, v in counts.items()},
                     seconds) for c in range(cfg.num_chains)]
-    elif cfg.chain_method == "parallel" and cfg.num_chains > 1 and len(_cpu_devices()) > 1:
+    elif chain_method == "parallel" and cfg.num_chains > 1 and len(_cpu_devices()) > 1:
         # JAX runs one computation at a time on each CPU device (two threads on
         # one device take as long as one after the other: benchmarks/README.md,
         # "NUTS and mean-field VI"), so chains run in parallel only on
@@ -873,9 +937,10 @@ def time_estimate(spec: MLPSpec, data, config: Config, *,
     if config.backend != "numpyro":
         return None
     float_dtype = np.float64 if config.float64 else np.float32
+    chain_method = resolve_chain_method(spec, len(data.X_train), config)
     program = _numpyro_program(spec, config.hierarchical, config.num_warmup,
                                config.target_accept, config.max_tree_depth, config.dense_mass,
-                               config.float64, config.chain_method == "vectorized")
+                               config.float64, chain_method == "vectorized")
     times = []
     with jax.enable_x64(config.float64):
         X = np.asarray(data.X_train, dtype=float_dtype)
@@ -890,7 +955,7 @@ def time_estimate(spec: MLPSpec, data, config: Config, *,
             times.append(time.perf_counter() - t0)
     per_gradient = float(np.median(times))
     at_once = 1
-    if config.chain_method == "parallel" and len(_cpu_devices()) > 1:
+    if chain_method == "parallel" and len(_cpu_devices()) > 1:
         at_once = min(config.num_chains, len(_cpu_devices()), engine.default_workers())
     rounds = -(-config.num_chains // at_once)
     iterations = config.num_warmup + config.draws_per_chain * config.thinning
