@@ -8,7 +8,7 @@ user ever sees a traceback from deep inside numpy, JAX or torch.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import get_args
 
 import numpy as np
@@ -106,6 +106,25 @@ def as_array(value: object, name: str, what: str) -> np.ndarray:
         return np.asarray(value)
     except (ValueError, TypeError) as exc:   # ragged nested lists, odd objects
         raise InvalidTypeError(f"{name} must be {what}, got {_show(value)}") from exc
+
+
+def in_class_order(values: Mapping, labels: Sequence, name: str, what: str,
+                   owner: str = "the data do") -> list:
+    """A dict label -> value as the list of values in ``labels``' order.
+
+    Every label must be given once and no other: ``what`` names a value in the
+    message ("a weight", "a probability"), ``owner`` who has the labels, with
+    its verb ("the data do", "the posterior does").
+    """
+    labels = list(labels)
+    unknown = [k for k in values if k not in labels]
+    if unknown:
+        raise InvalidInputError(f"{name} names class(es) {unknown!r} {owner} not have; "
+                                f"the classes are {labels!r}")
+    missing = [k for k in labels if k not in values]
+    if missing:
+        raise InvalidInputError(f"{name} must give every class {what}; missing {missing!r}")
+    return [values[k] for k in labels]
 
 
 def choices(option: object) -> tuple[str, ...]:

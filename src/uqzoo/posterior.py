@@ -271,10 +271,8 @@ def load_posterior(path: str | os.PathLike) -> Posterior:
     Raises
     ------
     FileFormatError
-        If the file is missing, unreadable, truncated, not a uqzoo posterior,
-        or breaks the schema (links or storage outside the file, sizes the spec
-        does not allow, unexpected variables, CF decoding attributes, a root
-        attribute of the wrong type).
+        As :func:`uqzoo.io.read_posterior` says, or when the fields do not make
+        a valid posterior.
     """
     from uqzoo import io
 

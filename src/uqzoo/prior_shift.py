@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from uqzoo._validation import _show
+from uqzoo._validation import _show, in_class_order
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 __all__ = ["prior_shift", "prior_shift_logits"]
@@ -40,15 +40,7 @@ def _as_prior(value: object, name: str, classes: tuple[Any, ...] | None,
     """A class prior as (K,) float64, from a sequence or a dict label -> probability."""
     labels = list(range(n_classes)) if classes is None else list(classes)
     if isinstance(value, Mapping):
-        unknown = [k for k in value if k not in labels]
-        if unknown:
-            raise InvalidInputError(f"{name} names class(es) {unknown!r} the posterior does not "
-                                    f"have; its classes are {labels!r}")
-        missing = [k for k in labels if k not in value]
-        if missing:
-            raise InvalidInputError(f"{name} must give every class a probability; missing "
-                                    f"{missing!r}")
-        probs = [value[k] for k in labels]
+        probs = in_class_order(value, labels, name, "a probability", owner="the posterior does")
     elif isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise InvalidTypeError(f"{name} must be a sequence of {n_classes} class probabilities "
                                f"or a dict label -> probability, got {_show(value)}")

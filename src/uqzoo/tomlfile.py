@@ -20,8 +20,8 @@ from uqzoo._validation import _show
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, UqzooError
 
 __all__ = ["SPEC_FROM_DATA", "allowed", "check_int", "check_keys", "check_number",
-           "check_option_value", "check_str", "check_table", "normalise", "read_spec",
-           "read_toml", "spec_defaults", "type_name", "where"]
+           "check_option_value", "check_str", "check_table", "normalise", "read_delta",
+           "read_levels", "read_spec", "read_toml", "spec_defaults", "type_name", "where"]
 
 # MLPSpec fields every data set sets itself; a file may set the others.
 SPEC_FROM_DATA = ("in_features", "n_classes")
@@ -188,6 +188,30 @@ def check_option_value(value: Any, default: object, path: Path, key: str) -> Any
         raise InvalidTypeError(f"{where(path, key)}: must be {expected} (its default is "
                                f"{default!r}), got {type_name(value)} {_show(value)}")
     return value
+
+
+def read_levels(value: object, path: Path, key: str) -> tuple[float, ...]:
+    """A ``levels`` array: credible levels in (0, 1), sorted, none repeated."""
+    from uqzoo._validation import check_levels
+
+    if not isinstance(value, list) or not value:
+        raise InvalidTypeError(f"{where(path, key)}: must be a non-empty array of levels in "
+                               f"(0, 1), got {type_name(value)} {_show(value)}")
+    for i, level in enumerate(value):
+        check_number(level, path, f"{key}[{i}]")
+    try:
+        return check_levels(value, "levels")
+    except UqzooError as exc:
+        raise type(exc)(f"{where(path, key)}: {exc}") from None
+
+
+def read_delta(value: object, path: Path, key: str) -> float:
+    """The High Confidence Set threshold δ in (0, 0.5)."""
+    delta = check_number(value, path, key)
+    if not 0 < delta < 0.5:
+        raise InvalidInputError(f"{where(path, key)}: the High Confidence Set threshold must "
+                                f"be in (0, 0.5), got {delta}")
+    return delta
 
 
 def spec_defaults() -> dict[str, Any]:

@@ -66,7 +66,7 @@ from typing import Any
 
 from uqzoo import tomlfile as toml
 from uqzoo._validation import _show
-from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, UqzooError
+from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 
 __all__ = ["DATA_FILES", "SETTINGS", "CompareConfig", "config_data", "data_kind",
            "data_options", "read_config", "write_config"]
@@ -447,7 +447,6 @@ def _none_for(value: Any, default: Any, annotation: str | None = None) -> Any:
 def _read_compare(raw: object, path: Path) -> dict[str, Any]:
     from uqzoo import methods as registry
     from uqzoo._limits import check_draws
-    from uqzoo._validation import check_levels
 
     head = toml.check_table(raw, path, "compare")
     toml.check_keys(head, _COMPARE_KEYS, path, "compare", "[compare]")
@@ -475,21 +474,9 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
     if out["seed"] >= 2**32:
         raise InvalidInputError(f"{toml.where(path, 'compare.seed')}: must be < 2**32, got "
                                 f"{out['seed']}")
-    levels = head.get("levels", list(DEFAULT_COMPARE_LEVELS))
-    if not isinstance(levels, list) or not levels:
-        raise InvalidTypeError(f"{toml.where(path, 'compare.levels')}: must be a non-empty array "
-                               f"of levels in (0, 1), got {toml.type_name(levels)} {_show(levels)}")
-    for i, level in enumerate(levels):
-        toml.check_number(level, path, f"compare.levels[{i}]")
-    try:
-        out["levels"] = check_levels(levels, "levels")
-    except UqzooError as exc:
-        raise type(exc)(f"{toml.where(path, 'compare.levels')}: {exc}") from None
-    delta = toml.check_number(head.get("delta", DEFAULT_DELTA), path, "compare.delta")
-    if not 0 < delta < 0.5:
-        raise InvalidInputError(f"{toml.where(path, 'compare.delta')}: the High Confidence Set "
-                                f"threshold must be in (0, 0.5), got {delta}")
-    out["delta"] = delta
+    out["levels"] = toml.read_levels(head.get("levels", list(DEFAULT_COMPARE_LEVELS)), path,
+                                     "compare.levels")
+    out["delta"] = toml.read_delta(head.get("delta", DEFAULT_DELTA), path, "compare.delta")
     if "num_draws" in head:
         draws = toml.check_int(head["num_draws"], path, "compare.num_draws", 1)
         try:
@@ -717,17 +704,7 @@ def read_config(path: str | os.PathLike) -> CompareConfig:
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidTypeError(f"path must be a str or os.PathLike, got {_show(path)}")
     path = Path(os.fspath(path))
-    try:
-        path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: no such config file") from None
-    except IsADirectoryError:
-        raise FileFormatError(f"{path}: is a folder, not a config file (.toml)") from None
-    except UnicodeDecodeError as exc:
-        raise FileFormatError(f"{path}: not a text (UTF-8) config file: {exc}") from None
-    except OSError as exc:
-        raise FileFormatError(f"{path}: cannot read the config file: {exc.strerror}") from None
-    raw, _ = toml.read_toml(path)           # TOML errors named by key and line
+    raw, _ = toml.read_toml(path, "config file")    # TOML errors named by key and line
     toml.check_keys(raw, _TOP_KEYS, path, "", "a compare config file")
     head = _read_compare(raw.get("compare", {}), path)
     dataset, data = _read_data(raw.get("data", {}), path)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from uqzoo.posterior import Posterior
     from uqzoo.spec import MLPSpec
 
-from uqzoo._validation import _show, check_seed
+from uqzoo._validation import _show, check_seed, in_class_order
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods._config import check_class_weight  # public: the option every method takes
 
@@ -238,12 +238,4 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
 def _class_weights_in_order(weights: dict, classes: Any, n_classes: int) -> list:
     """A dict label -> weight as the list of weights in the data's class order."""
     labels = list(range(n_classes)) if classes is None else list(classes)
-    unknown = [k for k in weights if k not in labels]
-    if unknown:
-        raise InvalidInputError(f"class_weight names class(es) {unknown!r} the data do not have; "
-                                f"the classes are {labels!r}")
-    missing = [k for k in labels if k not in weights]
-    if missing:
-        raise InvalidInputError(f"class_weight must give every class a weight; missing "
-                                f"{missing!r}")
-    return [weights[k] for k in labels]
+    return in_class_order(weights, labels, "class_weight", "a weight")

@@ -426,7 +426,6 @@ def read_study(path: str | os.PathLike) -> Study:
     >>> study.name, len(study.tasks())
     ('tiny', 4)
     """
-    from uqzoo._validation import check_levels
 
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidTypeError(f"path must be a str or os.PathLike, got {_show(path)}")
@@ -441,20 +440,8 @@ def read_study(path: str | os.PathLike) -> Study:
     description = toml.check_str(head.get("description", ""), path, "study.description")
     replicates = toml.check_int(head.get("replicates", 1), path, "study.replicates", 1)
     seed = toml.check_int(head.get("seed", 0), path, "study.seed", 0)
-    levels_raw = head.get("levels", list(DEFAULT_LEVELS))
-    if not isinstance(levels_raw, list) or not levels_raw:
-        raise InvalidTypeError(f"{toml.where(path, 'study.levels')}: must be a non-empty array of "
-                               f"levels in (0, 1), got {_show(levels_raw)}")
-    for i, level in enumerate(levels_raw):
-        toml.check_number(level, path, f"study.levels[{i}]")
-    try:
-        levels = check_levels(levels_raw, "levels")
-    except UqzooError as exc:
-        raise type(exc)(f"{toml.where(path, 'study.levels')}: {exc}") from None
-    delta = toml.check_number(head.get("delta", DEFAULT_DELTA), path, "study.delta")
-    if not 0 < delta < 0.5:
-        raise InvalidInputError(f"{toml.where(path, 'study.delta')}: the High Confidence Set "
-                                f"threshold must be in (0, 0.5), got {delta}")
+    levels = toml.read_levels(head.get("levels", list(DEFAULT_LEVELS)), path, "study.levels")
+    delta = toml.read_delta(head.get("delta", DEFAULT_DELTA), path, "study.delta")
     spec = _read_spec(raw.get("spec", {}), path)
     entries: dict[str, tuple[_Entry, ...]] = {}
     for kind in ("datasets", "methods"):
