@@ -22,7 +22,7 @@ import itertools
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -359,20 +359,12 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
     >>> uz.proba_draws(spec, draws, np.zeros((7, 3))).shape
     (5, 7, 2)
     """
-    draws, X, anchor = _prepare(spec, draws, X, anchor)
-    forward = _Forward(spec, draws, anchor, check_transform(spec, logit_transform))
-    S, N, K = forward.num_draws, X.shape[0], spec.n_classes
-    chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
-    workspace = forward.workspace(chunk)
-    logits_buf = torch.empty(chunk, S * spec.n_outputs)
-    out = np.empty((S, N, K), dtype=np.float32)
-    for start in range(0, N, chunk):
-        xc = _tensor(X[start:start + chunk])
-        n = xc.shape[0]
-        z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, -1)
-        p = _binary_proba(z) if K == 2 else torch.softmax(z, dim=-1)
-        out[:, start:start + n] = p.transpose(0, 1).numpy()
-    return out
+    K = spec.n_classes
+
+    def link(z: torch.Tensor) -> torch.Tensor:
+        return _binary_proba(z) if K == 2 else torch.softmax(z, dim=-1)
+
+    return _draw_by_draw(spec, draws, X, anchor, chunk_size, logit_transform, K, link)
 
 
 @torch.no_grad()
@@ -399,18 +391,26 @@ def logit_draws(spec: MLPSpec, draws: Mapping, X: object, *, anchor: Mapping | N
     >>> logit_draws(spec, draws, np.zeros((7, 3))).shape
     (5, 7, 1)
     """
+    return _draw_by_draw(spec, draws, X, anchor, chunk_size, logit_transform,
+                         spec.n_outputs, lambda z: z)
+
+
+def _draw_by_draw(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None,
+                  chunk_size: int | None, logit_transform: LogitTransform | None,
+                  width: int, link: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
+    """(S, N, width) float32: ``link`` of every draw's (n, S, n_outputs) logits, by chunk."""
     draws, X, anchor = _prepare(spec, draws, X, anchor)
     forward = _Forward(spec, draws, anchor, check_transform(spec, logit_transform))
-    S, N, n_out = forward.num_draws, X.shape[0], spec.n_outputs
+    S, N = forward.num_draws, X.shape[0]
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
     workspace = forward.workspace(chunk)
-    logits_buf = torch.empty(chunk, S * n_out)
-    out = np.empty((S, N, n_out), dtype=np.float32)
+    logits_buf = torch.empty(chunk, S * spec.n_outputs)
+    out = np.empty((S, N, width), dtype=np.float32)
     for start in range(0, N, chunk):
         xc = _tensor(X[start:start + chunk])
         n = xc.shape[0]
-        z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, n_out)
-        out[:, start:start + n] = z.transpose(0, 1).numpy()
+        z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, spec.n_outputs)
+        out[:, start:start + n] = link(z).transpose(0, 1).numpy()
     return out
 
 
