@@ -420,3 +420,80 @@ def test_order_statistic_intervals_from_too_few_draws_are_the_whole_range():
     assert d["interval_width@0.5"] < 1.0          # S = 5 >= min_draws(0.5) = 3
     with pytest.raises(InvalidInputError, match="interval"):
         evaluate(draws, y, interval="hdi")
+
+
+# -- issue #26: failures that mean failure ---------------------------------------------
+
+def test_one_class_is_the_datas_doing_when_the_truth_predicts_one_class_too():
+    # Every true probability below 0.5: the Bayes classifier predicts class 0
+    # everywhere, and so does a fit that is exactly right. A warning, not a failure.
+    rng = np.random.default_rng(0)
+    N = 3000
+    p = rng.uniform(0.05, 0.45, N)
+    y = (rng.random(N) < p).astype(int)
+    report = evaluate(concentrated_draws(p), y, levels=(0.8,),
+                      p_true=np.stack([1 - p, p], -1))
+    assert report.failures == () and report.to_dict()["failed"] is False
+    kinds = [f.kind for f in report.fit_warnings]
+    assert kinds[0] == "one_class" and report.fit_warnings[0].severity == "warning"
+    assert "so does the truth" in report.fit_warnings[0].message
+    assert report.to_dict()["warning_flags"].startswith("one_class")
+    assert "  WARNING (one_class)" in report.summary()
+
+
+def test_one_class_with_an_informative_ranking_is_a_warning_pointing_to_detection():
+    # No truth: a right fit on a rare class predicts background everywhere, but
+    # ranks targets far above background (AUROC ≫ 0.5 + 3 SE): the 0.5 threshold,
+    # not the fit, is uninformative.
+    rng = np.random.default_rng(1)
+    N = 4000
+    p = np.minimum(rng.beta(0.5, 6, N), 0.45)
+    y = (rng.random(N) < p).astype(int)
+    report = evaluate(concentrated_draws(p), y, levels=(0.8,))
+    assert report.detection_roc.auroc > 0.7
+    assert "one_class" not in [f.kind for f in report.failures]
+    warning = next(f for f in report.fit_warnings if f.kind == "one_class")
+    assert "0.5 threshold is uninformative" in warning.message
+    assert "detection metrics" in warning.message
+
+
+def test_a_small_significant_hcs_excess_is_a_warning_a_large_one_a_failure():
+    # Half the points claim P(1) = 0.03, half 0.97 (tight intervals: all in the
+    # HCS); the truth is 0.05 / 0.95: ~1,000 confident errors a side where the
+    # fit expects 600 -- far beyond chance on 40,000 points (Chernoff p ≪ 1e-3),
+    # but under 2× expected: a warning. Claiming 0.01 / 0.99 (expects 200) fails.
+    rng = np.random.default_rng(2)
+    N = 40_000
+    truth = np.where(np.arange(N) % 2 == 0, 0.05, 0.95)
+    y = (rng.random(N) < truth).astype(int)
+    small = evaluate(concentrated_draws(np.where(truth < 0.5, 0.03, 0.97), concentration=4000),
+                     y, levels=(0.8,))
+    assert small.failures == ()
+    assert {f.kind for f in small.fit_warnings} == {"hcs_confident_misses",
+                                                    "hcs_confident_false_alarms"}
+    assert "a small miscalibration, not a failure" in small.fit_warnings[0].message
+    large = evaluate(concentrated_draws(np.where(truth < 0.5, 0.01, 0.99), concentration=4000),
+                     y, levels=(0.8,))
+    assert {f.kind for f in large.failures} == {"hcs_confident_misses",
+                                                "hcs_confident_false_alarms"}
+
+
+def test_a_right_fit_is_almost_never_failed():
+    # False-alarm rate of the whole failure check on fits that are exactly right
+    # (posterior-mean probabilities = the truth), over R = 100 data sets of
+    # varied signal and class prior, some where the truth itself predicts one
+    # class. Were the rate 1 %, 5 or more of 100 would happen with probability
+    # 0.34 % (binomial); the check's design rate is far below that.
+    R, N = 100, 1000
+    failed = 0
+    for seed in range(R):
+        rng = np.random.default_rng(seed)
+        bias, slope = rng.normal(0, 2), rng.uniform(0, 3)
+        p = 1 / (1 + np.exp(-(bias + slope * rng.normal(size=N))))
+        y = (rng.random(N) < p).astype(int)
+        if y.min() == y.max():
+            continue
+        report = evaluate(concentrated_draws(p, S=50, seed=seed), y, levels=(0.8, 0.95),
+                          p_true=np.stack([1 - p, p], -1))
+        failed += bool(report.failures)
+    assert failed < 5

@@ -100,6 +100,13 @@ HEADLINE: tuple[Headline, ...] = (
        "comparison report"),
     _h("flags", "flags", "how it failed: one_class, chance, below_chance_ranking, "
        "hcs_confident_misses, hcs_confident_false_alarms", "fit", "comparison report"),
+    _h("warning_flags", "warnings", "the same checks where the data, not the fit, are to "
+       "blame, or the excess is too small to call a failure (uz.evaluate: FitFailure "
+       "severity \"warning\")", "fit", "comparison report"),
+    _h("rank", "rank", "rank by the comparison's proper score: the interval score of the "
+       "true probability (mean over levels) where it is known, NLL of the test labels "
+       "otherwise; 1 is best, failed fits unranked (the verdict gives the bootstrap "
+       "intervals of each difference to the best)", "fit", "comparison report"),
     _h("n_test", "N test", "test points evaluated", "fit", "report"),
     _h("coverage", "coverage", f"share of test points whose level-{_L} interval holds the "
        f"true probability (nominal {_L}); red: below, blue: above the nominal level beyond "
@@ -107,6 +114,10 @@ HEADLINE: tuple[Headline, ...] = (
        axis="level", better="nominal", needs_truth=True),
     _h("interval_width", "width", f"mean width of the level-{_L} credible interval", "level",
        "comparison report shift study", axis="level"),
+    _h("interval_score", "interval score", f"interval score of the level-{_L} interval "
+       f"for the true probability (Gneiting & Raftery 2007: width + 2/(1 − {_L}) × distance "
+       "outside; lower is better)", "level", "comparison report study", axis="level",
+       better="lower", needs_truth=True),
     _h("hcs_proportion", "HCS %", "share of points in the High Confidence Set", "level",
        "comparison report study", axis="level"),
     _h("hcs_size", "HCS size", "points in the High Confidence Set", "level", "report",

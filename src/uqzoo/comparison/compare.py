@@ -171,6 +171,13 @@ class Comparison:
         row it recalibrates (``of``), the fitted map (``temperature``, or None
         for vector scaling; ``scale``, ``shift``), whether a minimum was found
         (``converged``) and the calibration NLL before and after.
+    scores : tuple of Ranking
+        The fits that did not fail ranked by proper scores
+        (:func:`uqzoo.comparison.ranking.rank_methods`): with known true
+        probabilities by the interval score (mean over levels) and NLL,
+        otherwise by NLL and Brier, each with paired bootstrap intervals of
+        every difference to the best. The first one gives the table's
+        ``rank`` column; the verdict recommends from them.
     """
 
     table: pd.DataFrame
@@ -182,6 +189,7 @@ class Comparison:
     ranking_changes: tuple[str, ...] = ()
     recalibration: Mapping[str, Any] | None = None
     settings: Settings | None = None
+    scores: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return format_table(self.table)
@@ -444,6 +452,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     table = pd.DataFrame(rows).set_index("method")
     # True / False for fits, <NA> for detector rows (no failure check applies)
     table["failed"] = table["failed"].astype("boolean")
+    scores = _scores(table, reports, seed)
+    table["rank"] = pd.array([scores[0].rank().get(str(n)) if scores else None
+                              for n in table.index], dtype="Int64")
     cols = [c for c in _headline_columns(levels, data.p_true_test is not None,
                                          fars if data.n_classes == 2 else ())
             if c in table.columns
@@ -455,7 +466,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
-                          settings=settings)
+                          settings=settings, scores=scores)
     shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
                        if r.shift is not None], ignore_index=True)
     ranked, changes = under_shift.rankings(reports)
@@ -463,7 +474,16 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       reports=reports, posteriors=posteriors, detectors=detector_results,
                       shift=shift[["method", *under_shift.SHIFT_COLUMNS]], rankings=ranked,
                       ranking_changes=changes, recalibration=recalibration,
-                      settings=settings)
+                      settings=settings, scores=scores)
+
+
+def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int) -> tuple[Any, ...]:
+    """The fits that did not fail, ranked by proper scores (one bootstrap seed for all)."""
+    from uqzoo.comparison.ranking import rank_methods
+
+    ranked = {name: report for name, report in reports.items()
+              if not bool(table.loc[name, "failed"])}
+    return rank_methods(ranked, seed=seed)
 
 
 def _calibration_split(data: Any, recalibrate: object, seed: int

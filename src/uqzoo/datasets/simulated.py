@@ -30,8 +30,9 @@ TEACHER_PRIORS = ("iid", "fan_in")
 # defaults, read from it, not re-typed), so the embedded default data of
 # ``uqzoo compare`` is well specified for its default 2×10 tanh network: HMC
 # samples the posterior of the very prior the truth was drawn from.
-DEFAULT_TEACHER_PRIOR: str = MLPSpec.__dataclass_fields__["prior"].default
-DEFAULT_TEACHER_PRIOR_SCALE: float = MLPSpec.__dataclass_fields__["prior_scale"].default
+_DEFAULT_SPEC = MLPSpec(1, 2)
+DEFAULT_TEACHER_PRIOR = _DEFAULT_SPEC.prior
+DEFAULT_TEACHER_PRIOR_SCALE = _DEFAULT_SPEC.prior_scale
 
 
 def _teacher_params(spec: MLPSpec, teacher_seed: int, prior: str = "iid",
