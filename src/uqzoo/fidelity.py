@@ -268,10 +268,15 @@ def _bound(sorted_rows: np.ndarray, q: float, ess: float) -> tuple[np.ndarray, n
 
 
 def _phi_ratio(x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Φ(x / s), with s = 0 read as the limit: 1 for x > 0, 0 for x < 0, ½ for x = 0."""
+    """P(e < x) for e ~ N(0, s²): Φ(x / s), and for s = 0 the step 1{x > 0}.
+
+    So an event that needs an error beyond a zero margin has probability 0
+    when there is no error: two identical degenerate intervals meet, and
+    a zero-noise tie keeps its label.
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         out = ndtr(x / s)
-    return np.where(s > 0, out, np.where(x > 0, 1.0, np.where(x < 0, 0.0, 0.5)))
+    return np.where(s > 0, out, (x > 0).astype(np.float64))
 
 
 class _Side:
@@ -363,11 +368,8 @@ def _score_chunk(a: np.ndarray, b: np.ndarray, ess_a: tuple[float, float],
     hi_b, se_hi_b = _bound(b, q_hi, ess_b[1])
     overlap = np.maximum(lo_a, lo_b) <= np.minimum(hi_a, hi_b)          # (n, C)
     width_b = hi_b - lo_b
-    miss = (_phi_ratio(-width_b, np.sqrt(se_hi_a**2 + se_lo_b**2))
-            + _phi_ratio(-width_b, np.sqrt(se_hi_b**2 + se_lo_a**2)))
-    miss = np.where(width_b > 0, np.minimum(miss, 1.0),
-                    np.where(np.hypot(se_hi_a, se_lo_b) + np.hypot(se_hi_b, se_lo_a) > 0,
-                             np.minimum(miss, 1.0), 0.0))
+    miss = np.minimum(_phi_ratio(-width_b, np.hypot(se_hi_a, se_lo_b))
+                      + _phi_ratio(-width_b, np.hypot(se_hi_b, se_lo_a)), 1.0)
     width_a = hi_a - lo_a
     width_sd = np.sqrt(se_lo_a**2 + se_hi_a**2 + se_lo_b**2 + se_hi_b**2)
     sums = np.array([
