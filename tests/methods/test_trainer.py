@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import uqzoo as uz
-from uqzoo.methods import _trainer
+from uqzoo.methods import _config, _trainer
 from uqzoo.nets import torch as tnet
 
 
@@ -201,6 +201,59 @@ def test_vectorised_members_equal_a_per_member_loop():
     # The members really differ (different keys, inits and weights).
     assert not np.allclose(together.params["layers.0.weight"][0],
                            together.params["layers.0.weight"][1])
+
+
+def test_class_weights_step_on_the_weight_averaged_loss():
+    """normalize_weights: the step descends L / w̄, w̄ the mean weight of the step's rows.
+
+    Full batch w̄ is a constant: SGD on L / w̄ at rate η is SGD on L at rate η / w̄
+    (the same minimiser, the weighted likelihood's MAP, and the same path).
+    """
+    spec = uz.MLPSpec(4, 2, hidden=(6,))
+    X, y = _problem(n=96)
+    init = spec.init_params(2, num=2)
+    weights = np.where(y == 1, 40.0, 0.5).astype(np.float32)[None].repeat(2, 0)
+    mean_weight = float(weights[0].astype(np.float64).mean())
+    keys = _trainer.member_keys([1, 2])
+
+    def run(learning_rate, normalize):
+        config = _trainer.TrainingConfig(optimizer="sgd", learning_rate=learning_rate,
+                                         num_epochs=25, convergence_window=None)
+        return _trainer.train(spec, X, y, init, config, keys=keys, weights=weights,
+                              normalize_weights=normalize)
+
+    normalised, rescaled = run(0.05, True), run(0.05 / mean_weight, False)
+    for k in init:
+        np.testing.assert_allclose(normalised.params[k], rescaled.params[k], atol=1e-5)
+    # the reported loss stays the weighted objective L, not L / w̄
+    np.testing.assert_allclose(normalised.loss, rescaled.loss, rtol=1e-4)
+
+
+def test_one_heavy_row_in_a_minibatch_does_not_blow_up_sgd():
+    """A class of 1 in 2000 under "balanced" weighs 1000: in a batch of 64 unnormalised
+    its row makes the step ~15× an unweighted one; normalised, the step is a weighted
+    average of per-row gradients."""
+    spec = uz.MLPSpec(4, 2, hidden=(10, 10))
+    X, _ = _problem(n=2000)
+    y = np.zeros(2000, np.int64)
+    y[0] = 1
+    X[0] = 3.0
+    weights = _config.row_weights("balanced", y, 2)[None]
+    assert weights.max() == pytest.approx(1000.0)
+    config = _trainer.OptimizerConfig(optimizer="sgd", learning_rate=0.25, num_epochs=30,
+                                      batch_size=64)
+    init = spec.init_params(0, num=1)
+    keys = _trainer.member_keys([3])
+    steady = _trainer.train(spec, X, y, init, config, keys=keys, weights=weights,
+                            normalize_weights=True)
+    assert np.all(np.isfinite(steady.loss))
+    size = max(float(np.abs(v).max()) for v in steady.params.values())
+    try:
+        wild = _trainer.train(spec, X, y, init, config, keys=keys, weights=weights)
+    except uz.InvalidInputError as exc:              # "training diverged"
+        assert "diverged" in str(exc)
+    else:
+        assert max(float(np.abs(v).max()) for v in wild.params.values()) > 2 * size
 
 
 def test_early_stopping_returns_the_best_epoch():

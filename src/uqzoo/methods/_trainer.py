@@ -321,6 +321,7 @@ class _Plan:
     hook: Any
     plateau_window: int = 0
     plateau_rtol: float = 0.0
+    normalize_weights: bool = False
 
 
 def _where_members(flag: jax.Array, new, old):
@@ -368,8 +369,19 @@ def _objective(plan: _Plan, params, X, y, w, masks):
     zero = jax.tree_util.tree_map(jnp.zeros_like, params)
     prior_penalty = nets_jax.log_prior(spec, zero) - nets_jax.log_prior(spec, params)
     per_member = jnp.mean(nll, axis=-1) + prior_penalty / plan.n_train
+    step_loss = per_member
+    if plan.normalize_weights and w is not None:
+        # Class weights: the step descends L_m / w̄_m, w̄_m the mean weight of the
+        # step's rows. Full batch w̄_m is a constant, so the minimiser -- the MAP of
+        # the weighted likelihood -- is L_m's; what changes is that a step is a
+        # weighted *average* of per-row gradients, never Σ w / B of them. Without
+        # it one row of weight 1000 in a batch of 64 (a 1-in-2000 class,
+        # "balanced") makes an SGD step 15× the unweighted one and SWAG diverges.
+        # With minibatches w̄_m varies by batch: a self-normalised (ratio) estimate
+        # of the full-batch direction, biased by O(1/B). The reported loss stays L_m.
+        step_loss = per_member / jax.lax.stop_gradient(jnp.mean(w, axis=-1))
     # Members share no parameter, so the gradient of the sum is every member's own.
-    return jnp.sum(per_member), per_member
+    return jnp.sum(step_loss), per_member
 
 
 _value_and_grad = jax.value_and_grad(_objective, argnums=1, has_aux=True)
@@ -580,7 +592,8 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
           config: OptimizerConfig, *, keys: jax.Array, weights: np.ndarray | None = None,
           X_val: np.ndarray | None = None, y_val: np.ndarray | None = None,
           dropout: float = 0.0, learning_rates: np.ndarray | None = None,
-          hook: Any = None, progress_bar: bool = False, desc: str = "train") -> TrainResult:
+          hook: Any = None, progress_bar: bool = False, desc: str = "train",
+          normalize_weights: bool = False) -> TrainResult:
     """Train M networks to the MAP together, as one vectorised compiled computation.
 
     Parameters
@@ -614,6 +627,11 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
     progress_bar : bool
     desc : str
         Label of the progress bar.
+    normalize_weights : bool
+        Step on the objective divided by the mean weight of the step's rows
+        (per member), so that the step size does not grow with the largest
+        weight; full batch the minimiser is unchanged. :func:`fit_members`
+        turns it on with class weights.
 
     Returns
     -------
@@ -670,7 +688,8 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
     plan = _Plan(spec=spec, optimizer=config.optimizer, momentum=float(config.momentum),
                  batch_size=config.batch_size, n_train=int(n), dropout=float(dropout),
                  weighted=weighted, early_stopping=early, patience=patience, hook=hook,
-                 plateau_window=plateau_window, plateau_rtol=float(plateau_rtol))
+                 plateau_window=plateau_window, plateau_rtol=float(plateau_rtol),
+                 normalize_weights=bool(normalize_weights) and weighted)
     hook_state = (jax.vmap(hook.init)(params) if hook is not None else ())
     members = _State(
         params=params, opt=_optimizer(plan).init(params), step=jnp.zeros((), jnp.int32), key=keys,
@@ -786,7 +805,7 @@ def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_
                    X_val=X[val_idx] if len(val_idx) else None,
                    y_val=y[val_idx] if len(val_idx) else None, dropout=dropout,
                    learning_rates=learning_rates, hook=hook, progress_bar=progress_bar,
-                   desc=desc)
+                   desc=desc, normalize_weights=per_row is not None)
     info = {"init_seeds": init_seeds, "train_index": train_idx, "val_index": val_idx,
             "counts": counts, "batch_size": config.batch_size}
     return result, info
