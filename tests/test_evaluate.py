@@ -497,3 +497,14 @@ def test_a_right_fit_is_almost_never_failed():
                           p_true=np.stack([1 - p, p], -1))
         failed += bool(report.failures)
     assert failed < 5
+
+
+def test_inverted_ranking_is_a_failure_where_the_truth_ranks_well():
+    # SWAG's failure: targets ranked below background. The truth's own ranking is
+    # informative here, so the data are not to blame.
+    draws, y, p_true = simulated(seed=1, N=1000)
+    report = evaluate(draws[..., ::-1], y, levels=(0.8,), p_true=p_true)
+    kinds = [f.kind for f in report.failures]
+    assert "below_chance_ranking" in kinds and "chance" in kinds
+    assert "where the true probabilities score detection AUROC" in next(
+        f.message for f in report.failures if f.kind == "chance")

@@ -48,6 +48,7 @@ def test_known_truth_recommends_the_posterior_that_covers():
     v = verdict(comparison(reports))
     assert v.recommended == "right"
     assert v.sentences[0].startswith("Trust right: interval score of the true probability")
+    assert v.answer == v.sentences[0]
     ranking = v.rankings[0]
     assert ranking.metric == "interval_score" and ranking.methods[0] == "right"
     # every difference to the best is positive and its paired interval excludes 0

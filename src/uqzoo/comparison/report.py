@@ -516,7 +516,9 @@ def render_report(result: Comparison, *, data: Any = None, title: str | None = N
         else "Which uncertainty to trust?")
     methods = [str(n) for n in table.index]
     generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    verdict_html = "".join(f"<li>{_e(s)}</li>" for s in judged.sentences)
+    verdict_html = "".join(
+        f'<li class="answer"><strong>{_e(s)}</strong></li>' if i == 0 and judged.answer
+        else f"<li>{_e(s)}</li>" for i, s in enumerate(judged.sentences))
     settings_html = (f'<h2 id="settings">Run settings</h2><p>Repeat this run with '
                      f"<code>uqzoo compare --config config.toml</code> (the file beside this "
                      f"report):</p><pre>{_e(settings)}</pre>" if settings else "")

@@ -190,6 +190,9 @@ class Verdict:
     warned : dict of str to str
         Fits with warnings (the data's doing, or too small to call a failure),
         with their flags.
+    answer : str
+        The first sentence: "Trust X: ..." or "No method is trustworthy here:
+        ..." ("" for a bare table without a proper score).
     """
 
     failed: Mapping[str, str]
@@ -205,6 +208,7 @@ class Verdict:
     recommended: str | None = None
     rankings: tuple[Ranking, ...] = ()
     warned: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    answer: str = ""
 
     def __str__(self) -> str:
         return "\n".join(self.sentences)
@@ -420,7 +424,8 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
                    cover_as_claimed=tuple(claimed), best_calibrated=tuple(ranked),
                    coverage_known=coverage_known, sentences=tuple(sentences),
                    recalibration_lowers_ece=lowers, ranking_changes=changes,
-                   recommended=recommended, rankings=rankings, warned=warned)
+                   recommended=recommended, rankings=rankings, warned=warned,
+                   answer=first)
 
 
 def _table_rankings(table: pd.DataFrame, names: Sequence[str], failed: Mapping[str, str],
