@@ -11,6 +11,7 @@ is checked in the slow test at the end.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -152,7 +153,7 @@ def test_bad_input_is_refused():
     ref, post = stand_in(spec, 0, 400), stand_in(spec, 1, 40, method="ensemble")
     X = points(10, 4)
     with pytest.raises(InvalidTypeError, match=r"posterior must be a uqzoo\.Posterior"):
-        fidelity("post", ref, X)
+        fidelity("post", ref, X)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="reference must be an HMC posterior"):
         fidelity(ref, post, X)
     with pytest.raises(InvalidInputError, match="level must lie in"):
@@ -176,7 +177,7 @@ def hmc_pair():
     """Two gated references of sim-teacher (n_train 200, 2×5 tanh net) with seeds 0 and 1."""
     data = uz.datasets.load("sim-teacher", n_train=200, n_test=300, seed=0)
     spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=(5, 5))
-    options = {"num_warmup": 200, "num_samples": 1200, "num_diagnostic_points": 20,
+    options: dict[str, Any] = {"num_warmup": 200, "num_samples": 1200, "num_diagnostic_points": 20,
                "progress_bar": False}
     first = reference_posterior(spec, data, seed=0, **options)
     second = reference_posterior(spec, data, seed=1, **options)

@@ -110,7 +110,7 @@ def test_check_reference_refuses_other_data_and_non_references(data):
     with pytest.raises(InvalidInputError, match="must be an HMC posterior"):
         check_reference(swag, data)
     with pytest.raises(InvalidTypeError, match=r"must be a uqzoo\.Posterior"):
-        check_reference("ref.nc", data)
+        check_reference("ref.nc", data)  # type: ignore[arg-type]
     failing = stand_in(data, rhat_lp=1.2)
     with pytest.raises(InvalidInputError, match="did not pass the reference gate"):
         check_reference(failing, data)
