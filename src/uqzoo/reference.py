@@ -42,14 +42,16 @@ import dataclasses
 import hashlib
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from uqzoo._validation import _show, check_float
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, UqzooError
-from uqzoo.posterior import Posterior
-from uqzoo.spec import MLPSpec
+
+if TYPE_CHECKING:
+    from uqzoo.posterior import Posterior
+    from uqzoo.spec import MLPSpec
 
 __all__ = [
     "DIVERGENCE_RATE_MAX",
@@ -366,6 +368,10 @@ def check_reference(reference: Posterior, data: Any = None, *,
 
 
 def _check_hmc(posterior: object, name: str) -> None:
+    # Imported here: ``uqzoo --help`` registers this module's subcommand and must
+    # not load torch (uqzoo.posterior imports the predictive engine).
+    from uqzoo.posterior import Posterior
+
     if not isinstance(posterior, Posterior):
         raise InvalidTypeError(f"{name} must be a uqzoo.Posterior, got {_show(posterior)}")
     if posterior.method != "hmc":
