@@ -35,10 +35,25 @@ def test_compare_writes_table_posteriors_and_plots(tmp_path, capsys):
                  "--out", str(tmp_path), *SMALL_DATA, *FAST])
     assert code == 0
     out = capsys.readouterr().out
-    assert "coverage@0.8" in out and "ensemble" in out and "laplace" in out
+    # the printed table: short headers within 120 columns, the verdict under it
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("method "))
+    assert lines[start].split() == ["method", "S", "fit", "s", "conv", "cov@0.8", "w@0.8",
+                                    "cov@0.95", "w@0.95", "HCS%@0.8", "acc", "ECE", "NLL",
+                                    "AUROC", "rank"][:len(lines[start].split())]
+    table_lines = lines[start:lines.index("", start)]
+    assert [line.split()[0] for line in table_lines[1:]] == ["ensemble", "laplace"]
+    assert max(map(len, table_lines)) <= cli.TABLE_WIDTH
+    assert "Best calibrated by ECE" in out
+    assert "balanced_accuracy" not in out                     # --wide prints it
     table = pd.read_csv(tmp_path / "results.csv", index_col="method")
     assert list(table.index) == ["ensemble", "laplace"]
     assert table["coverage@0.95"].between(0, 1).all()
+    # results.parquet always, the same table with its types
+    parquet = pd.read_parquet(tmp_path / "results.parquet")
+    assert list(parquet.index) == ["ensemble", "laplace"]
+    assert parquet["num_draws"].dtype.kind == "i" and str(parquet["failed"].dtype) == "boolean"
+    np.testing.assert_allclose(parquet["accuracy"], table["accuracy"])
     # the saved posteriors are the ones evaluated: reloading reproduces the table's accuracy
     data = uz.datasets.load("sim-teacher", n_train=200, n_test=300)
     post = uz.load_posterior(tmp_path / "laplace.nc")
@@ -46,6 +61,46 @@ def test_compare_writes_table_posteriors_and_plots(tmp_path, capsys):
     assert report.to_dict()["accuracy"] == pytest.approx(table.loc["laplace", "accuracy"])
     for name in ("coverage.png", "risk_coverage.png", "reliability_ensemble.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def _table(rows, levels):
+    table = pd.DataFrame(rows).set_index("method")
+    table["failed"] = table["failed"].astype("boolean")
+    return table
+
+
+def _row(method, levels, **extra):
+    row = {"method": method, "kind": "posterior", "num_draws": 1000, "fit_seconds": 123.4,
+           "converged": True, "failed": False, "flags": "", "accuracy": 0.9, "ece": 0.01,
+           "nll": 0.25, "balanced_accuracy": 0.9, "brier": 0.1, "aurc": 0.05,
+           "detection_auroc": 0.995, "rank": 1, **extra}
+    for level in levels:
+        row.update({f"coverage@{level:g}": 0.8, f"interval_width@{level:g}": 0.123,
+                    f"hcs_proportion@{level:g}": 0.456})
+    return row
+
+
+def test_the_printed_table_fits_120_columns():
+    levels = (0.8, 0.95)
+    names = ["hmc", "mfvi", "mc_dropout", "ensemble", "bootstrap", "swag", "laplace",
+             "mc_dropout+temperature"]
+    rows = [_row(n, levels) for n in names]
+    rows[1]["failed"] = True
+    rows.append({"method": "ace", "kind": "detector", "fit_seconds": 0.01,
+                 "detection_auroc": 0.9, "failed": None})
+    text = cli.narrow_table(_table(rows, levels), levels)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= cli.TABLE_WIDTH
+    assert "cov@0.95" in lines[0] and "w@0.95" in lines[0]    # both levels, long names too
+    assert lines[0].split()[-1] == "rank"                      # shown when the table has it
+    assert lines[2].startswith("mfvi*") and lines[-1] == "* failed: see FAILED below"
+    ace = next(line for line in lines if line.startswith("ace"))
+    assert ace.split()[1:4] == ["-", "0.0", "-"]               # a detector has no draws
+    # more levels than fit: the last ones are left out, and the table says so
+    many = (0.5, 0.8, 0.9, 0.95, 0.99)
+    text = cli.narrow_table(_table([_row(n, many) for n in names], many), many)
+    assert max(map(len, text.splitlines())) <= cli.TABLE_WIDTH
+    assert "left out to fit 120 columns: --wide or results.csv" in text
 
 
 def test_fit_then_evaluate(tmp_path, capsys):
@@ -255,7 +310,7 @@ def test_compare_replaces_a_full_folder_only_with_overwrite(tmp_path, capsys, mo
     assert main([*argv, "--overwrite"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["config.toml", "coverage.png",
                                                     "ensemble.nc", "report.html",
-                                                    "results.csv"]
+                                                    "results.csv", "results.parquet"]
     assert uz.load_posterior(out / "ensemble.nc").method == "ensemble"
     assert [p.name for p in tmp_path.iterdir()] == ["results"]
 
@@ -329,12 +384,24 @@ def test_compare_on_a_scene_from_files(tmp_path, capsys):
             "--set", "ensemble.num_members=2", "--set", "ensemble.num_epochs=30",
             "--out", str(out)]
     assert main(argv) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "scene 24×24: split 'blocks', guard band 2 px" in printed
     assert "True (plane)" in printed and "name='cube.mat'" in printed
+    data = uz.datasets.from_hsi(cube, mask, unlabelled=None, target_class=1, split="blocks")
+    counts = [data.meta[f"class_counts_{side}"][1] for side in ("train", "test", "guard")]
+    assert f"  True (plane): {counts[0]} / {counts[1]} / {counts[2]}" in printed
+    # few targets: the data-fit warnings, each once, as one line without Python's source line
+    notices = [line for line in captured.err.splitlines() if "DataWarning" in line]
+    assert len(notices) == 2
+    assert notices[0].startswith(f"uqzoo: DataWarning: class 1 (plane) has {counts[0]} "
+                                 "training rows (fewer than 20)")
+    assert notices[1] == (f"uqzoo: DataWarning: the test set holds {counts[1]} target pixels "
+                          f"(fewer than 20): Pd at FAR 0.001, 0.01 moves by 1/{counts[1]} per "
+                          "target and its interval spans most of [0, 1]; test on more targets")
+    assert "warnings.warn" not in captured.err
     assert (out / "maps_ensemble.png").stat().st_size > 0
     assert not (out / "coverage.png").exists()     # a real scene has no true probabilities
-    data = uz.datasets.from_hsi(cube, mask, unlabelled=None, target_class=1, split="blocks")
     post = uz.load_posterior(out / "ensemble.nc")
     table = pd.read_csv(out / "results.csv", index_col="method")
     # the saved posterior, evaluated on the same split built in Python, gives the table
@@ -395,8 +462,11 @@ def test_fit_on_a_csv_table_with_target(tmp_path):
      "--split-fraction 0.3 applies to split 'left-right' or 'top-bottom', not --split blocks"),
     (["--unlabelled", "0"], "if 0 is a class (the background of a 0/1 target mask), pass "
                             "--unlabelled none"),
-    (["--unlabelled", "none", "--split-fraction", "0.1"],
+    (["--unlabelled", "none", "--split", "left-right", "--split-fraction", "0.1"],
      "--split left-right leaves label 0 with no training pixel (549 labelled: 0 train"),
+    (["--unlabelled", "none", "--split-fraction", "0.1"],
+     "--split-fraction 0.1 applies to split 'left-right' or 'top-bottom', not --split "
+     "stratified"),
     (["--unlabelled", "none", "--target-class", "plane"],
      "--target-class plane is not a class name"),
     (["--unlabelled", "none", "--labels-key", "gt"],

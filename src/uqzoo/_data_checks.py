@@ -20,7 +20,7 @@ import numpy as np
 from uqzoo.errors import DataWarning
 
 __all__ = ["MAX_CLASS_WEIGHT", "MIN_CLASS_ROWS", "MIN_TEST_TARGETS", "background_notes",
-           "check_evaluation", "check_fit", "class_weight_problems", "test_target_problems",
+           "check_evaluation", "check_fit", "class_weight_problems", "target_count_problems",
            "training_problems", "warn"]
 
 # Fewer rows of a class than this and a network fits those rows rather than the
@@ -53,7 +53,9 @@ def training_problems(y_train: np.ndarray, n_classes: int,
     return [f"{_name(k, class_names)} has {int(counts[k])} training row"
             f"{'' if counts[k] == 1 else 's'} (fewer than {MIN_CLASS_ROWS}): a fit learns those "
             f"rows, not the class, and target_prior='train' makes its prior "
-            f"{counts[k] / counts.sum():.2g}; give it more training rows "
+            f"{counts[k] / counts.sum():.2g}; give it more training rows (a scene: "
+            f"from_hsi's default split='stratified' puts every class on both sides "
+            f"where it can)"
             for k in range(n_classes) if counts[k] < MIN_CLASS_ROWS]
 
 
@@ -68,8 +70,8 @@ def class_weight_problems(per_class: np.ndarray | None,
             for k, c in enumerate(np.asarray(per_class)) if c > MAX_CLASS_WEIGHT]
 
 
-def test_target_problems(y_test: np.ndarray, fars: Sequence[float]) -> list[str]:
-    """A sentence when a detection test set has fewer than ``MIN_TEST_TARGETS`` targets (class 1)."""
+def target_count_problems(y_test: np.ndarray, fars: Sequence[float]) -> list[str]:
+    """A sentence when a detection test set holds under ``MIN_TEST_TARGETS`` targets (class 1)."""
     n_targets = int(np.sum(np.asarray(y_test) == 1))
     if not fars or n_targets >= MIN_TEST_TARGETS:
         return []
@@ -111,7 +113,7 @@ def check_evaluation(data: object, fars: Sequence[float]) -> tuple[str, ...]:
     """
     if (getattr(data, "n_classes", None) != 2 or getattr(data, "coords_test", None) is None):
         return ()
-    return warn(test_target_problems(data.y_test, fars), stacklevel=3)   # type: ignore[attr-defined]
+    return warn(target_count_problems(data.y_test, fars), stacklevel=3)   # type: ignore[attr-defined]
 
 
 def check_fit(data: object, per_class_weight: np.ndarray | None) -> tuple[str, ...]:

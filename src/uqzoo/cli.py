@@ -18,14 +18,18 @@
 (``uz.datasets.from_csv``). The same options give the same split in ``fit``,
 ``evaluate`` and ``compare``.
 
+``compare`` prints a table that fits 120 columns (method, draws S, fit seconds,
+convergence, coverage and width per level, HCS share, accuracy, ECE, NLL, and
+detection AUROC and rank where present), the verdict's sentences under it, and
+each warning as one line; ``--wide`` prints every column instead.
 ``compare --out DIR`` writes ``DIR/report.html`` (one self-contained page:
-verdict, table, figures; see :mod:`uqzoo.comparison.report`), ``results.csv`` (and
-``results.parquet`` where pyarrow is installed), the posteriors, loose plots,
+verdict, table, figures; see :mod:`uqzoo.comparison.report`), ``results.csv`` and
+``results.parquet`` (the whole table), the posteriors, loose plots,
 and ``DIR/config.toml``: the run's resolved configuration, every default
 filled in. ``compare --config FILE`` runs a config file (see
 :mod:`uqzoo.comparison.config`); it holds the whole run, so the flags that set
 data, network, methods or settings cannot be combined with it (an error names
-them), only ``--out``, ``--overwrite`` and ``--no-progress``.
+them), only ``--out``, ``--overwrite``, ``--no-progress`` and ``--wide``.
 
 Bad arguments end with a one-line error and exit status 2, never a traceback.
 Every ``--out`` is checked before any data is loaded or any method fitted (its
@@ -40,18 +44,23 @@ status 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
+import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
 # --dataset values with these endings are files, not built-in data set names
 # (one list for the flags and for config files).
 from uqzoo.comparison.config import HSI_FILES, TABLE_FILES
-from uqzoo.errors import UqzooError
+from uqzoo.errors import ConvergenceWarning, DataWarning, SlowFitWarning, UqzooError
 
 DEFAULT_DATASET = "sim-teacher"
+# The printed table's width: a terminal of 120 columns shows it unwrapped.
+TABLE_WIDTH = 120
 
 
 def _parse_value(text: str) -> Any:
@@ -203,11 +212,13 @@ def _read_data(dataset: str, options: dict[str, Any], config_file: str | None = 
     used = data.meta["options"]
     guard = (f", guard band {used['guard']} px ({len(data.meta['guard_coords'])} training "
              "pixels dropped)" if used["split"] != "random" else "")
-    classes = ", ".join(name if str(label) == name else f"{label} ({name})"
-                        for label, name in zip(data.classes or (), data.class_names or (),
-                                               strict=True))
     print(f"scene {data.meta['image_shape'][0]}×{data.meta['image_shape'][1]}: "
-          f"split {used['split']!r}{guard}; classes {classes}")
+          f"split {used['split']!r}{guard}; pixels per class (train / test / guard):")
+    counts = zip(data.classes or (), data.class_names or (), data.meta["class_counts_train"],
+                 data.meta["class_counts_test"], data.meta["class_counts_guard"], strict=True)
+    for label, name, n_train, n_test, n_guard in counts:
+        shown = name if str(label) == name else f"{label} ({name})"
+        print(f"  {shown}: {n_train} / {n_test} / {n_guard}")
     if used["split"] == "random":
         flag = "split = \"blocks\"" if config_file is not None else "--split blocks"
         print("note: a random pixel split tests pixels whose neighbours trained, so its "
@@ -243,15 +254,25 @@ def _cmd_compare(args) -> int:
           f"{'default' if config.settings == 'full' else 'quick'} settings)")
     result = config.run(data, progress_bar=not args.no_progress)
     print()
-    # The shift columns are printed per perturbation below (all are in results.csv).
-    print(format_table(result.table[[c for c in result.table.columns if "_shift_" not in c]]))
+    if args.wide:
+        # The shift columns are printed per perturbation below (all are in results.csv).
+        print(format_table(result.table[[c for c in result.table.columns
+                                         if "_shift_" not in c]]))
+    else:
+        print(narrow_table(result.table, config.levels))
+    _print_verdict(result)
+    legend = []
     if data.p_true_test is not None:
-        print("\ncoverage@L: share of test points whose level-L interval holds the true "
-              "probability (nominal L);\ninterval_width@L: mean width; hcs_proportion@L: "
-              f"share in the High Confidence Set (δ = {config.delta:g}).")
-    print(f"num_draws: posterior draws S per method (a common budget of {config.num_draws} "
-          f"for methods that draw freely; one per member for ensembles); intervals: "
-          f"{config.interval.replace('_', '-')}.")
+        legend.append("cov@L (coverage@L): share of test points whose level-L interval holds "
+                      "the true probability (nominal L); w@L: mean interval width; "
+                      f"HCS%@L: % of test points in the High Confidence Set (δ = "
+                      f"{config.delta:g}).")
+    legend.append(f"S (num_draws): posterior draws per method (a common budget of "
+                  f"{config.num_draws} for methods that draw freely; one per member for "
+                  f"ensembles); intervals: {config.interval.replace('_', '-')}.")
+    print()
+    for text in legend:
+        print(textwrap.fill(text, width=TABLE_WIDTH))
     if result.recalibration is not None:
         rec = result.recalibration
         print(f"recalibrated rows (METHOD+{rec['method']}): {rec['method']} scaling fitted on "
@@ -267,13 +288,94 @@ def _cmd_compare(args) -> int:
     if result.shift is not None:
         from uqzoo import shift as under_shift
         print(under_shift.text(result.reports, result.ranking_changes))
+    if result.settings is not None and result.settings.fars and data.coords_test is not None:
+        from uqzoo._data_checks import background_notes
+        for note in background_notes(data.y_test, result.settings.fars):
+            print(f"\nnote: {note}")
     if args.out:
         _write_compare_outputs(args, config_text, result, data)
     return 0
 
 
+def _cell(value: Any, kind: str) -> str:
+    """One table cell: '-' for a missing value (a detector row has no draws)."""
+    import pandas as pd
+
+    if value is None or bool(pd.isna(value)):
+        return "-"
+    if kind == "bool":
+        return "yes" if bool(value) else "no"
+    if kind == "int":
+        return f"{int(value)}"
+    if kind == "seconds":
+        return f"{float(value):.1f}"
+    if kind == "percent":
+        return f"{100 * float(value):.1f}"
+    return f"{float(value):.3f}"
+
+
+def narrow_table(table, levels) -> str:
+    """The comparison table in at most ``TABLE_WIDTH`` (120) columns, as aligned text.
+
+    Method, draws S, fit seconds, converged, coverage and interval width at
+    each level (coverage where the true probabilities are known), the share in
+    the High Confidence Set at the first level, accuracy, ECE, NLL, and the
+    detection AUROC and ``rank`` where the table has them. A failed fit's name
+    carries a ``*``. Levels that do not fit in 120 columns are left out (the
+    line under the table says so); ``results.csv`` and ``--wide`` hold all.
+    """
+    columns: list[tuple[str, str, str]] = [("num_draws", "S", "int"),
+                                           ("fit_seconds", "fit s", "seconds"),
+                                           ("converged", "conv", "bool")]
+    per_level = [[(f"coverage@{lv:g}", f"cov@{lv:g}", "float"),
+                  (f"interval_width@{lv:g}", f"w@{lv:g}", "float")] for lv in levels]
+    tail = [(f"hcs_proportion@{levels[0]:g}", f"HCS%@{levels[0]:g}", "percent"),
+            ("accuracy", "acc", "float"), ("ece", "ECE", "float"), ("nll", "NLL", "float"),
+            ("detection_auroc", "AUROC", "float"), ("rank", "rank", "int")]
+    failed = table["failed"] if "failed" in table.columns else None
+    names = [f"{name}*" if failed is not None and _cell(failed.get(name), "bool") == "yes"
+             else str(name) for name in table.index]
+
+    def render(cols: list[tuple[str, str, str]]) -> list[str]:
+        present = [c for c in cols if c[0] in table.columns]
+        cells = [[_cell(table[key].iloc[i], kind) for key, _, kind in present]
+                 for i in range(len(table))]
+        widths = [max([len(head)] + [len(row[j]) for row in cells])
+                  for j, (_, head, _) in enumerate(present)]
+        name_width = max([len("method")] + [len(n) for n in names])
+        lines = ["method".ljust(name_width) + "".join(
+            " " + head.rjust(w) for (_, head, _), w in zip(present, widths, strict=True))]
+        for name, row in zip(names, cells, strict=True):
+            lines.append(name.ljust(name_width) + "".join(
+                " " + c.rjust(w) for c, w in zip(row, widths, strict=True)))
+        return lines
+
+    shown = len(levels)
+    lines = render(columns + [c for group in per_level for c in group] + tail)
+    while shown > 1 and max(len(line) for line in lines) > TABLE_WIDTH:
+        shown -= 1
+        lines = render(columns + [c for group in per_level[:shown] for c in group] + tail)
+    if shown < len(levels):
+        lines.append(f"(levels {', '.join(f'{lv:g}' for lv in levels[shown:])} left out "
+                     "to fit 120 columns: --wide or results.csv)")
+    if failed is not None and any(failed.fillna(False)):
+        lines.append("* failed: see FAILED below")
+    return "\n".join(lines)
+
+
+def _print_verdict(result) -> None:
+    """The verdict's sentences under the table, wrapped to the table's width."""
+    from uqzoo.comparison.verdict import verdict
+
+    sentences = verdict(result).sentences
+    if sentences:
+        print()
+    for sentence in sentences:
+        print(textwrap.fill(sentence, width=TABLE_WIDTH))
+
+
 # With --config the file holds the whole run; these flags may still be given.
-_FLAGS_WITH_CONFIG = ("config", "out", "overwrite", "no_progress")
+_FLAGS_WITH_CONFIG = ("config", "out", "overwrite", "no_progress", "wide")
 
 
 def _compare_config(args):
@@ -288,7 +390,7 @@ def _compare_config(args):
             raise UqzooError(
                 f"{', '.join(clashes)} cannot be combined with --config {args.config!r}: the "
                 "file holds the whole run (set it there; with --config only --out, "
-                "--overwrite and --no-progress may be given)")
+                "--overwrite, --no-progress and --wide may be given)")
         config = read_config(args.config)
         data = _read_data(config.dataset, dict(config.data),
                           config_file=Path(args.config).name)
@@ -392,18 +494,14 @@ def _explicit_dests(args) -> set[str]:
 
 def _write_compare_outputs(args, config_text: str, result, data) -> None:
     """--out: table, posteriors, plots, the resolved config and the HTML report."""
-    import importlib.util
-
     from uqzoo.comparison.report import write_report
     from uqzoo.io import staged_folder, write_file_atomically
 
-    parquet = any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
     # Written into a temporary sibling folder that becomes --out only when
     # complete: Ctrl-C or a full disk here leaves no half-written results.
     with staged_folder(args.out, overwrite=args.overwrite, what="--out") as staging:
         result.table.to_csv(staging / "results.csv")
-        if parquet:
-            result.table.to_parquet(staging / "results.parquet")
+        result.table.to_parquet(staging / "results.parquet", engine="pyarrow")
         for name, post in result.posteriors.items():
             post.save(staging / f"{name}.nc")
         if result.shift is not None:
@@ -412,12 +510,10 @@ def _write_compare_outputs(args, config_text: str, result, data) -> None:
         _save_plots(result.reports, data, staging, comparison=result)
         write_file_atomically(staging / "config.toml", config_text.encode("utf-8"))
         write_report(result, staging / "report.html", data=data, settings=config_text)
-    written = "results.csv" + (", results.parquet" if parquet else "") \
+    written = "results.csv, results.parquet" \
         + (", shift.csv, rankings.csv" if result.shift is not None else "")
     print(f"\nwrote {args.out}: report.html, {written}, config.toml (repeat the run with "
           f"--config), one posterior .nc per method, and plots")
-    if not parquet:
-        print("note: results.parquet not written: it needs pyarrow (pip install pyarrow)")
 
 
 def _save_plots(reports, data, out: Path, comparison=None) -> None:
@@ -525,12 +621,15 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
     files.add_argument("--class-names", metavar="A,B,...",
                        help="names of the classes, comma-separated, in label order")
     files.add_argument("--split", metavar="KIND",
-                       help="cube: left-right (default), top-bottom, blocks, or random "
-                            "(optimistic: neighbours of test pixels train)")
+                       help="cube: stratified (default: whole blocks, half of each class "
+                            "testing, every class on both sides where the scene allows), "
+                            "left-right, top-bottom, blocks, or random (optimistic: "
+                            "neighbours of test pixels train)")
     files.add_argument("--split-fraction", metavar="F",
                        help="cube: where left-right / top-bottom cut, as a share (default 0.5)")
     files.add_argument("--test-size", metavar="F",
-                       help="share of each class that tests (blocks, random, .csv; 0.25)")
+                       help="share of each class that tests (stratified 0.5; blocks, random, "
+                            ".csv 0.25)")
     files.add_argument("--block-size", metavar="N|H,W",
                        help="cube: block side(s) in pixels for --split blocks (default: 5×5 grid)")
     files.add_argument("--guard", metavar="PIXELS",
@@ -557,6 +656,8 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=0.2, help="HCS threshold δ in (0, 0.5)")
     p.add_argument("--full", action="store_true",
                    help="use each method's default settings instead of the quick ones")
+    p.add_argument("--wide", action="store_true",
+                   help="print every column of the table (results.csv holds them all)")
     p.add_argument("--num-draws", type=int, default=None, metavar="S",
                    help="common draw budget of the methods that draw freely "
                         "(default: uqzoo.comparison.compare.DEFAULT_NUM_DRAWS, 1000)")
@@ -629,6 +730,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# uqzoo's own notices: printed as one line each, never raised, even where the
+# process turns warnings into errors (as the tests do).
+_NOTICES = (SlowFitWarning, DataWarning, ConvergenceWarning)
+
+
+def _one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: ``uqzoo: Name: message``, no source line."""
+    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    print(f"uqzoo: {category.__name__}: {text}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _notices_as_lines():
+    """Within: every warning printed by :func:`_one_line`, uqzoo's own notices always."""
+    with warnings.catch_warnings():
+        for category in _NOTICES:
+            warnings.filterwarnings("default", category=category)
+        warnings.showwarning = _one_line
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C)."""
     try:
@@ -639,7 +761,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return args.func(args)
+        with _notices_as_lines():
+            return args.func(args)
     except UqzooError as exc:  # InvalidInputError, FileFormatError, OutputPathError, ...
         # One line: messages may quote HDF5 or OS errors that span several.
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
