@@ -10,7 +10,7 @@ PY      = $(VENV)/bin/python
 # depends on it, installed first) would pull a multi-GB CUDA build.
 TORCH   = torch==2.13.0
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint bench notebooks clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ test-fast: install lint
 lint: install
 	$(VENV)/bin/ruff check
 	$(VENV)/bin/mypy
+
+# Execute the notebooks in place, top to bottom with their fixed seeds, so that
+# git holds their tables, figures and verdicts (tests/test_notebooks_clean.py
+# checks it; CI executes them again through nbmake). Run after any change that
+# alters what they show, and commit the result.
+notebooks: install
+	$(VENV)/bin/jupyter execute --inplace --kernel_name=python3 notebooks/*.ipynb
 
 bench: install
 	$(PY) -m pip install --quiet -e ".[bench]"
