@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import uqzoo as uz
+from uqzoo.cli import main
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import hmc
 from uqzoo.reference import (
@@ -20,7 +21,6 @@ from uqzoo.reference import (
     ESS_MIN,
     RHAT_MAX,
     check_reference,
-    cli_main,
     data_fingerprint,
     reference_gate,
     reference_posterior,
@@ -142,7 +142,7 @@ def test_reference_posterior_refuses_bad_settings_before_sampling(data):
 
 
 def test_cli_refuses_bad_input(tmp_path, capsys):
-    status = cli_main(["--dataset", "sim-teacher", "--data-option", "n_train=200",
+    status = main(["reference", "--dataset", "sim-teacher", "--data-option", "n_train=200",
                        "--hidden", "5,5", "--set", "num_draws=10",
                        "--out", str(tmp_path / "ref.nc")])
     assert status == 2
@@ -155,7 +155,7 @@ def test_cli_run_that_misses_the_gate_is_saved_but_no_reference(data, tmp_path, 
     """A real NUTS run, far too short for 400 ESS: exit status 1, the file written,
     and refused as a reference once loaded."""
     out = tmp_path / "ref.nc"
-    status = cli_main(["--dataset", "sim-teacher", "--data-option", "n_train=200",
+    status = main(["reference", "--dataset", "sim-teacher", "--data-option", "n_train=200",
                        "--data-option", "n_test=50", "--hidden", "5,5", "--seed", "0",
                        "--set", "num_warmup=200", "--set", "num_samples=40",
                        "--no-progress", "--out", str(out)])

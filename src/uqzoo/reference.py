@@ -37,17 +37,15 @@ MCMC. Bayesian Analysis 16(2).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
-import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from uqzoo._validation import _show, check_float
-from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, UqzooError
+from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
     from uqzoo.posterior import Posterior
@@ -60,9 +58,7 @@ __all__ = [
     "REFERENCE_OPTIONS",
     "RHAT_MAX",
     "ReferenceGate",
-    "add_reference_parser",
     "check_reference",
-    "cli_main",
     "data_fingerprint",
     "reference_gate",
     "reference_posterior",
@@ -377,69 +373,3 @@ def _check_hmc(posterior: object, name: str) -> None:
     if posterior.method != "hmc":
         raise InvalidInputError(f"{name} must be an HMC posterior (method 'hmc'), got "
                                 f"method {posterior.method!r}")
-
-
-# -- command line: ``uqzoo reference`` ----------------------------------------------------
-
-def add_reference_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``uqzoo reference`` on the CLI's subparsers (``uqzoo.cli.build_parser``)."""
-    from uqzoo import cli
-
-    p = subparsers.add_parser(
-        "reference", help="sample a gated HMC reference posterior and save it (.nc)",
-        description="Long multi-chain NUTS with the reference gate (R-hat <= 1.01, bulk and "
-                    "tail ESS >= 400, divergences); exit status 1 when the gate is not met "
-                    "(the file is still written, marked as no reference).")
-    cli._add_data_args(p)
-    cli._add_net_args(p)
-    p.add_argument("--set", action="append", metavar="OPTION=VALUE",
-                   help=f"an HMC option; defaults {REFERENCE_OPTIONS}")
-    p.add_argument("--max-divergence-rate", type=float, default=DIVERGENCE_RATE_MAX,
-                   help=f"divergent kept transitions allowed per draw (default "
-                        f"{DIVERGENCE_RATE_MAX:g})")
-    p.add_argument("--out", required=True, help="path of the reference file (.nc)")
-    p.set_defaults(func=_cmd_reference)
-    return p
-
-
-def _cmd_reference(args: argparse.Namespace) -> int:
-    from uqzoo import cli
-    from uqzoo._files import check_output_file
-
-    check_output_file(args.out, what="--out")      # before the run, not after it
-    data = cli._load_data(args)
-    with warnings.catch_warnings():
-        # The gate's verdict is printed below; the warnings would repeat it.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ref = reference_posterior(cli._spec(args, data), data, seed=args.seed,
-                                  max_divergence_rate=args.max_divergence_rate,
-                                  progress_bar=not args.no_progress,
-                                  **cli._parse_options(args.set, "--set"))
-    ref.save(args.out)
-    gate = reference_gate(ref)
-    print(f"{ref!r}\nR-hat max {gate.rhat_max:.4f}, bulk ESS min {gate.ess_bulk_min:.0f}, "
-          f"tail ESS min {gate.ess_tail_min:.0f}, divergence rate {gate.divergence_rate:.2g}")
-    if gate.passed:
-        print(f"reference gate met; saved to {args.out}")
-        return 0
-    print(f"reference gate NOT met -- saved to {args.out} but not usable as a reference:",
-          *(f"  - {m}" for m in gate.messages), sep="\n")
-    return 1
-
-
-def cli_main(argv: list[str] | None = None) -> int:
-    """Run ``uqzoo reference ARGS`` with ``argv`` the ARGS; returns the exit status.
-
-    0 when the gate is met, 1 when the run finished but the gate is not met
-    (the file is written, marked as no reference), 2 on bad input.
-    """
-    parser = argparse.ArgumentParser(prog="uqzoo")
-    add_reference_parser(parser.add_subparsers(dest="command", required=True))
-    try:
-        given = sys.argv[1:] if argv is None else list(argv)
-        args = parser.parse_args(["reference", *given])
-        return int(args.func(args))
-    except UqzooError as exc:
-        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        print(f"uqzoo: error: {message}", file=sys.stderr)
-        return 2
