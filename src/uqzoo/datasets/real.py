@@ -11,12 +11,12 @@ from importlib import resources
 
 import numpy as np
 
-from uqzoo._validation import check_choice, check_float, check_int, check_seed
+from uqzoo._validation import check_bool, check_choice, check_float, check_int, check_seed
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._splits import blocked_test_mask, guard_band
 from uqzoo.datasets._standardize import check_test_size, stratified_split
 from uqzoo.datasets._standardize import standardize as _standardize
-from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.errors import InvalidInputError
 
 __all__ = [
     "load_breast_cancer",
@@ -58,12 +58,6 @@ def _data_file(filename: str) -> np.lib.npyio.NpzFile:
     return np.load(str(resources.files("uqzoo.datasets") / "data" / filename))
 
 
-def _check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidTypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _finish(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
             *, n_classes: int, class_names, standardize: bool, meta: dict,
             coords: np.ndarray | None = None, feature_names=None) -> ClassificationData:
@@ -90,7 +84,7 @@ def _tabular(name: str, X: np.ndarray, y: np.ndarray, class_names, test_size: ob
              extra_meta: dict | None = None) -> ClassificationData:
     test_size = check_test_size(test_size)
     seed = check_seed(seed)
-    standardize = _check_bool(standardize, "standardize")
+    standardize = check_bool(standardize, "standardize")
     train, test = stratified_split(y, test_size, seed)
     meta = {"options": {"test_size": test_size, "seed": seed, "standardize": standardize},
             **(extra_meta or {})}
@@ -178,7 +172,7 @@ def load_penguins(*, test_size: float = 0.25, seed: int = 0, standardize: bool =
 
     Other parameters and returns as :func:`load_breast_cancer`.
     """
-    one_hot = _check_bool(one_hot, "one_hot")
+    one_hot = check_bool(one_hot, "one_hot")
     with _data_file("tabular_other.npz") as z:
         X = z["penguins_X"].astype(np.float64)
         y = z["penguins_y"].astype(np.int64)
@@ -261,7 +255,7 @@ def load_indian_pines(*, split: str = "random", test_size: float = 0.25, seed: i
     seed = check_seed(seed)
     block_size = check_int(block_size, "block_size", minimum=1)
     buffer = check_int(buffer, "buffer", minimum=0)
-    standardize = _check_bool(standardize, "standardize")
+    standardize = check_bool(standardize, "standardize")
     with _data_file("indian_pines.npz") as z:
         cube, gt = z["cube"], z["gt"].astype(np.int64)
         class_names = [str(c) for c in z["class_names"][1:]]
@@ -353,7 +347,7 @@ def load_muufl_target(*, a_min: float = 0.3, implant_fraction: float = 0.3,
                                    low_open=True, high_open=True)
     target = check_choice(target, "target", MUUFL_TARGETS)
     seed = check_seed(seed)
-    standardize = _check_bool(standardize, "standardize")
+    standardize = check_bool(standardize, "standardize")
     with _data_file("muufl_gulfport_subsets.npz") as z:
         sub_cube, sub_mask = z["sub_cube"].astype(np.float64), z["sub_mask"]
         test_cube, test_gt = z["tgtdet_cube"].astype(np.float64), z["tgtdet_gt"]

@@ -10,7 +10,9 @@ import numpy as np
 
 from uqzoo._validation import (
     _show,
+    as_array,
     as_float_matrix,
+    check_bool,
     check_choice,
     check_float,
     check_int,
@@ -29,18 +31,8 @@ from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
 __all__ = ["from_arrays", "from_csv", "from_hsi"]
 
 
-def _check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidTypeError(f"{name} must be True or False, got {_show(value)}")
-    return bool(value)
-
-
 def _as_array(value: object, name: str) -> np.ndarray:
-    try:
-        return np.asarray(value)
-    except Exception as exc:  # ragged nested lists and the like
-        raise InvalidTypeError(f"{name} must be a rectangular numeric array, got "
-                               f"{_show(value)}") from exc
+    return as_array(value, name, "a rectangular numeric array")
 
 
 def _missing_labels(name: str) -> InvalidInputError:
@@ -123,11 +115,7 @@ def _label_values(y: object, name: str) -> tuple[np.ndarray, np.ndarray | None]:
         # Unused categories are dropped (as remove_unused_categories): a class
         # with no example at all cannot be trained or judged.
         return categories[cat.codes], categories[np.unique(cat.codes)]
-    try:
-        arr = np.asarray(y)
-    except Exception as exc:  # ragged nested lists and the like
-        raise InvalidTypeError(f"{name} must be a 1-D array of class labels, got "
-                               f"{_show(y)}") from exc
+    arr = as_array(y, name, "a 1-D array of class labels")
     if arr.ndim != 1:
         raise InvalidInputError(f"{name} must be 1-D (one label per row), got shape {arr.shape}")
     return _plain_values(arr, name), None
@@ -312,7 +300,7 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
                  y_name: str = "y") -> ClassificationData:
     seed = check_seed(seed)
     test_size = check_test_size(test_size)
-    standardize = _check_bool(standardize, "standardize")
+    standardize = check_bool(standardize, "standardize")
     if not isinstance(name, str):
         raise InvalidTypeError(f"name must be a str, got {_show(name)}")
     if class_names is not None and (isinstance(class_names, str)
@@ -948,7 +936,7 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
     """
     split = check_choice(split, "split", SPLITS)
     seed = check_seed(seed)
-    standardize = _check_bool(standardize, "standardize")
+    standardize = check_bool(standardize, "standardize")
     if unlabelled is not None:
         unlabelled = check_int(unlabelled, "unlabelled")
     if name is not None and not isinstance(name, str):
