@@ -14,11 +14,13 @@ loses most.
 The network, its likelihood and its prior are :mod:`uqzoo.nets.jax`'s
 (``forward_logits``, ``log_likelihood_terms``, ``log_prior``); nothing of
 the model is written here. Member m's objective is its negative log
-posterior per training row, under the spec's N(0, prior_scale²) prior on
-every weight and bias:
+posterior per training row, under the spec's prior -- each parameter j
+N(0, sd_j²) with sd_j from ``spec.prior_sd`` (the fan-in prior by default:
+weights sd = prior_scale/√fan_in, biases sd = prior_scale; ``prior="iid"``:
+every sd = prior_scale):
 
     L_m(θ_m) = (1/B) Σ_i w_mi · nll_mi(θ_m) − (log_prior(θ_m) − log_prior(0)) / N
-             = (1/B) Σ_i w_mi · nll_mi(θ_m) + ‖θ_m‖² / (2 · prior_scale² · N)
+             = (1/B) Σ_i w_mi · nll_mi(θ_m) + Σ_j θ_mj² / (2 · sd_j² · N)
 
 over the B rows of the step (B = N full batch; with minibatches the data
 term is the unbiased batch mean), N training rows, ``w_mi`` per-member data
@@ -599,7 +601,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
     Parameters
     ----------
     spec : MLPSpec
-        The network and its prior (``prior_scale`` sets the weight decay).
+        The network and its prior (``spec.prior_sd`` sets each parameter's weight decay).
     X : array of shape (N, D)
     y : int array of shape (N,)
         Labels in 0..K-1.
