@@ -265,12 +265,13 @@ def test_auto_chain_method_rule():
 def test_auto_chain_method_runs_the_chosen_method(logistic):
     """The default fit is the fit of the method the rule picks: same bits."""
     data, spec, _ = logistic
-    kwargs = dict(num_warmup=30, num_samples=60, num_chains=3, progress_bar=False)
+    kwargs = dict(num_warmup=30, num_samples=60, num_chains=3)
     assert hmc.resolve_chain_method(spec, len(data.X_train), hmc.Config()) == "vectorized"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)
-        auto = uz.fit("hmc", spec, data, seed=5, **kwargs)
-        chosen = uz.fit("hmc", spec, data, seed=5, chain_method="vectorized", **kwargs)
+        auto = uz.fit("hmc", spec, data, seed=5, progress_bar=False, **kwargs)
+        chosen = uz.fit("hmc", spec, data, seed=5, progress_bar=False,
+                        chain_method="vectorized", **kwargs)
     for key in spec.param_shapes():
         np.testing.assert_array_equal(auto.draws[key], chosen.draws[key])
 
