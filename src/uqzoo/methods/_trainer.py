@@ -75,6 +75,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 from uqzoo.methods._config import check_class_weight, row_weights
@@ -713,10 +714,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
     lrs_padded = np.zeros(padded, dtype=np.float32)
     lrs_padded[:num_epochs] = lrs
 
-    bar = None
-    if progress_bar:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=num_epochs, desc=desc, unit="epoch")
+    bar = progress(total=num_epochs, desc=desc, unit="epoch", enabled=progress_bar)
     losses, val_losses = [], []
     try:
         for b in range(num_blocks):
@@ -726,13 +724,11 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
                                               y_val_dev)
             losses.append(np.asarray(loss))
             val_losses.append(np.asarray(val))
-            if bar is not None:
-                bar.update(min(num_epochs, (b + 1) * block) - b * block)
+            bar.update(min(num_epochs, (b + 1) * block) - b * block)
             if (early or plateau_window) and bool(np.all(np.asarray(members.stopped))):
                 break
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     run = min(num_epochs, len(losses) * block)
     stopped_all = np.asarray(members.stopped)
     if (early or plateau_window) and stopped_all.all():

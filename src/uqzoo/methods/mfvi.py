@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from uqzoo._progress import progress_bar as progress
 from uqzoo.errors import ConvergenceWarning, InvalidInputError
 from uqzoo.methods import _diagnostics
 from uqzoo.methods._config import (
@@ -160,18 +161,18 @@ class Config:
 
 def learning_rate_at(cfg: Config, step):
     """Step size at (0-based) ``step``: a Python number or a JAX scalar."""
-    progress = step / max(cfg.num_steps - 1, 1)
+    done = step / max(cfg.num_steps - 1, 1)
     lo = cfg.final_lr_fraction
     if cfg.lr_schedule == "constant":
-        return cfg.learning_rate + 0.0 * progress
+        return cfg.learning_rate + 0.0 * done
     if cfg.lr_schedule == "exponential":
-        return cfg.learning_rate * lo ** progress
+        return cfg.learning_rate * lo ** done
     cos: Any       # a float, or a JAX scalar inside a traced step
-    if isinstance(progress, float):
-        cos = math.cos(math.pi * progress)
+    if isinstance(done, float):
+        cos = math.cos(math.pi * done)
     else:
         import jax.numpy as jnp
-        cos = jnp.cos(jnp.pi * progress)
+        cos = jnp.cos(jnp.pi * done)
     return cfg.learning_rate * (lo + (1 - lo) * 0.5 * (1 + cos))
 
 
@@ -288,20 +289,15 @@ def optimize_numpyro(model_factory: Callable, model_key: tuple, shapes: dict[str
     data = tuple(jnp.asarray(d) for d in data)
     state = svi.init(key, *data, jnp.float32(kl_weight_at(cfg, 0)), init_params=init_params)
     losses = []
-    progress = None
-    if progress_bar:
-        from tqdm.auto import tqdm
-        progress = tqdm(total=cfg.num_steps, desc="mfvi (numpyro)", unit="step")
+    bar = progress(total=cfg.num_steps, desc="mfvi (numpyro)", unit="step", enabled=progress_bar)
     try:
         for start in range(0, cfg.num_steps, _CHUNK):
             n = min(_CHUNK, cfg.num_steps - start)
             state, chunk_losses = chunk(state, jnp.int32(start), jnp.int32(n), *data)
             losses.append(np.asarray(chunk_losses)[:n])
-            if progress is not None:
-                progress.update(n)
+            bar.update(n)
     finally:
-        if progress is not None:
-            progress.close()
+        bar.close()
     params = svi.get_params(state)
     loc = {k: np.asarray(params[f"{k}.loc"], np.float64) for k in shapes}
     scale = {k: np.asarray(params[f"{k}.scale"], np.float64) for k in shapes}
@@ -344,10 +340,7 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, w: np.ndarray,
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: learning_rate_at(cfg, float(step)) / cfg.learning_rate)
     losses = np.zeros(cfg.num_steps)
-    progress = None
-    if progress_bar:
-        from tqdm.auto import tqdm
-        progress = tqdm(total=cfg.num_steps, desc="mfvi (pyro)", unit="step")
+    bar = progress(total=cfg.num_steps, desc="mfvi (pyro)", unit="step", enabled=progress_bar)
     # Pyro draws from torch's global generator; fork it so the caller's state survives.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(np.random.default_rng([seed, 0x51F1]).integers(2**62)))
@@ -360,11 +353,10 @@ def _optimize_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, w: np.ndarray,
                 optimizer.step()
                 schedule.step()
                 losses[step] = loss.item()
-                if progress is not None and step % 100 == 99:
-                    progress.update(100)
+                if step % 100 == 99:
+                    bar.update(100)
         finally:
-            if progress is not None:
-                progress.close()
+            bar.close()
     loc = {k: v.detach().numpy().astype(np.float64) for k, v in locs.items()}
     scale = {k: torch.nn.functional.softplus(v).detach().numpy().astype(np.float64)
              for k, v in rhos.items()}
