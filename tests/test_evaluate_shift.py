@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import uqzoo as uz
-from uqzoo import shift as under_shift
 from uqzoo import methods as method_registry
+from uqzoo import shift as under_shift
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.posterior import Posterior
 

@@ -16,8 +16,8 @@ import pytest
 
 import uqzoo as uz
 from _stand_ins import stand_in_fit
-from uqzoo import shift as under_shift
 from uqzoo import methods as method_registry
+from uqzoo import shift as under_shift
 from uqzoo.posterior import Posterior
 
 PERTURBATIONS = ["illumination:0.8-1.2", "noise:10-20"]

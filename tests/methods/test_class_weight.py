@@ -15,7 +15,8 @@ import torch
 
 import uqzoo as uz
 from uqzoo.errors import DataWarning
-from uqzoo.methods import _config, hmc, laplace, mfvi
+from uqzoo.methods import _config, laplace
+from uqzoo.nets import numpyro_model
 from uqzoo.testing import tiny_data
 
 WEIGHTS = (1.0, 3.0)
@@ -118,13 +119,13 @@ def test_hmc_and_mfvi_weighted_log_density_equals_repeated_rows():
     w = _config.row_weights(WEIGHTS, y, 2)
     Xr, yr = _repeated(X, y)
     bound = _float32_sum_bound(spec, params, Xr, yr)
-    model = hmc._numpyro_model(spec, False)
-    weighted = _numpyro_log_density(model, (jnp.asarray(X), (jnp.asarray(y, jnp.int32),
-                                                             jnp.asarray(w))), params)
+    model = numpyro_model.bayesian_mlp(spec, False)          # HMC's model
+    weighted = _numpyro_log_density(model, (jnp.asarray(X), jnp.asarray(y, jnp.int32),
+                                            jnp.asarray(w)), params)
     repeated = _numpyro_log_density(model, (jnp.asarray(Xr), jnp.asarray(yr, jnp.int32)),
                                     params)
     assert abs(weighted - repeated) <= bound
-    vi = mfvi._numpyro_mlp_model(spec, None)
+    vi = numpyro_model.bayesian_mlp(spec, False, None)       # MF-VI's, kl_weight given
     weighted = _numpyro_log_density(vi, (jnp.asarray(X), jnp.asarray(y, jnp.int32),
                                          jnp.asarray(w), 1.0), params)
     repeated = _numpyro_log_density(vi, (jnp.asarray(Xr), jnp.asarray(yr, jnp.int32),

@@ -95,8 +95,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from uqzoo import predictive as engine
-from uqzoo._validation import _show
-from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
+from uqzoo._progress import progress_bar
+from uqzoo._validation import check_bool
+from uqzoo.errors import ConvergenceWarning, InvalidInputError
 from uqzoo.methods import _config, _diagnostics
 from uqzoo.methods._config import (
     check_chain_sizes,
@@ -146,12 +147,6 @@ TYPICAL_LEAPFROG_STEPS = 180
 LONG_FIT_SECONDS = 120.0
 # NumPyro's default init_to_uniform radius, on the unconstrained scale.
 _UNIFORM_RADIUS = 2.0
-
-
-def check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidTypeError(f"{name} must be True or False, got {_show(value)}")
-    return bool(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,24 +313,6 @@ _to_sites = sites.params_to_sites
 _to_layout = sites.sites_to_params
 
 
-def _numpyro_model(spec: MLPSpec, hierarchical: bool):
-    """:func:`uqzoo.nets.numpyro_model.bayesian_mlp` taking ``model(X, y)``, y the labels
-    or (labels, row weights).
-
-    The calling convention HMC's own model had before the NumPyro model was
-    shared, kept while callers (tests/methods/test_class_weight.py) move to
-    ``bayesian_mlp(spec, hierarchical)(X, y, weights)``.
-    """
-    from uqzoo.nets import numpyro_model
-
-    model = numpyro_model.bayesian_mlp(spec, hierarchical)
-
-    def labels_or_pair(X, y):
-        return model(X, *y) if isinstance(y, tuple) else model(X, y)
-
-    return labels_or_pair
-
-
 def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
                     dtype) -> dict[str, np.ndarray]:
     """One chain's starting point on the unconstrained scale."""
@@ -493,10 +470,10 @@ class _Progress:
         self._leapfrog = 0
         self._busy = 0.0
         if enabled:
-            from tqdm.auto import tqdm
-            self._bar = tqdm(total=total, desc=desc, unit="it",
-                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
-                                        "[{elapsed}{postfix}]")
+            self._bar = progress_bar(
+                total=total, desc=desc, unit="it",
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                           "[{elapsed}{postfix}]")
 
     def phase(self, text: str) -> None:
         """Show what runs before sampling starts (MAP fit, compilation)."""

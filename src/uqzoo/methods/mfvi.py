@@ -189,18 +189,6 @@ def kl_weight_at(cfg: Config, step):
 
 # -- NumPyro ------------------------------------------------------------------------------
 
-def _numpyro_mlp_model(spec: MLPSpec, batch_size: int | None):
-    """The shared NumPyro model, :func:`uqzoo.nets.numpyro_model.bayesian_mlp`, with the
-    spec's plain prior: ``model(X, y, weights, kl_weight)``.
-
-    Kept under its old name for callers outside uqzoo.methods
-    (tests/methods/test_class_weight.py).
-    """
-    from uqzoo.nets import numpyro_model
-
-    return numpyro_model.bayesian_mlp(spec, False, batch_size)
-
-
 def _mean_field_guide(shapes: dict[str, tuple[int, ...]]):
     """Guide q = Π N(loc, softplus(ρ)²) over the model's latent sites ``shapes``."""
     import numpyro
