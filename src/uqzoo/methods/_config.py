@@ -7,6 +7,7 @@ and are re-exported here for the methods.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from uqzoo._limits import (
@@ -27,12 +28,51 @@ from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 
 __all__ = [
-    "MAX_DRAWS", "MAX_DRAW_BYTES", "MAX_ITERATIONS", "MAX_MATRIX_ELEMENTS", "MAX_MEMBERS",
-    "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_choice", "check_class_weight",
-    "check_draw_memory", "check_draws", "check_float", "check_int", "check_iterations",
-    "check_members", "check_trace", "check_training_sizes", "class_weights", "config_dict",
-    "effective_class_prior", "row_weights", "set_field",
+    "MAX_DRAWS",
+    "MAX_DRAW_BYTES",
+    "MAX_ITERATIONS",
+    "MAX_MATRIX_ELEMENTS",
+    "MAX_MEMBERS",
+    "MAX_TRACE_ELEMENTS",
+    "FreeDraws",
+    "MemberDraws",
+    "check_chain_sizes",
+    "check_choice",
+    "check_class_weight",
+    "check_draw_memory",
+    "check_draws",
+    "check_float",
+    "check_int",
+    "check_iterations",
+    "check_members",
+    "check_trace",
+    "check_training_sizes",
+    "class_weights",
+    "config_dict",
+    "effective_class_prior",
+    "row_weights",
+    "set_field",
 ]
+
+class FreeDraws:
+    """``Config`` mixin of a method whose posterior draws are free to make (a sampler,
+    a variational or Gaussian approximation, dropout masks): ``num_samples`` is S."""
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options that make this method emit ``num_draws`` posterior draws."""
+        return {"num_samples": num_draws}
+
+
+class MemberDraws:
+    """``Config`` mixin of a method whose every draw is a trained network (ensembles,
+    the bootstrap): a common draw budget does not apply; ``num_members`` is S."""
+
+    @classmethod
+    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """No options: the default ``num_members`` is enough for every default level."""
+        return {}
+
 
 def config_dict(config: Any) -> dict:
     """The config as a plain dict (what a Posterior stores and saves)."""

@@ -26,13 +26,12 @@ DQN. NeurIPS.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from uqzoo.methods import _trainer
 from uqzoo.methods._config import (
+    MemberDraws,
     check_draw_memory,
     check_members,
     check_training_sizes,
@@ -44,7 +43,7 @@ __all__ = ["Config", "fit", "resample_counts"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_trainer.TrainingConfig):
+class Config(MemberDraws, _trainer.TrainingConfig):
     """Hyper-parameters of the bootstrap ensemble.
 
     Parameters
@@ -61,12 +60,6 @@ class Config(_trainer.TrainingConfig):
 
     num_members: int = 40
     stratified: bool = False
-
-    @classmethod
-    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """None: each draw is a trained network, so the common budget does not apply
-        (the default ``num_members`` is enough for every default level)."""
-        return {}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -18,13 +18,12 @@ predictive uncertainty estimation using deep ensembles. NeurIPS.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from uqzoo.methods import _trainer
 from uqzoo.methods._config import (
+    MemberDraws,
     check_draw_memory,
     check_members,
     check_training_sizes,
@@ -40,7 +39,7 @@ DEFAULT_BATCH_SIZE = 100
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_trainer.TrainingConfig):
+class Config(MemberDraws, _trainer.TrainingConfig):
     """Hyper-parameters of a deep ensemble.
 
     Parameters
@@ -82,12 +81,6 @@ class Config(_trainer.TrainingConfig):
 
     num_members: int = 40
     batch_size: int | None = DEFAULT_BATCH_SIZE
-
-    @classmethod
-    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """None: each draw is a trained network, so the common budget does not apply
-        (the default ``num_members`` is enough for every default level)."""
-        return {}
 
     def __post_init__(self) -> None:
         super().__post_init__()

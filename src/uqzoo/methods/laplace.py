@@ -41,8 +41,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -52,6 +52,7 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import _config, _trainer
 from uqzoo.methods._config import (
     MAX_MATRIX_ELEMENTS,
+    FreeDraws,
     check_draw_memory,
     check_draws,
     check_training_sizes,
@@ -83,7 +84,7 @@ _LOG_DELTA_BOUNDS = (math.log(1e-6), math.log(1e6))
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_trainer.TrainingConfig):
+class Config(FreeDraws, _trainer.TrainingConfig):
     """Hyper-parameters of the Laplace approximation.
 
     Parameters
@@ -110,11 +111,6 @@ class Config(_trainer.TrainingConfig):
     prior_tuning: str = "scalar"
     predictive: str = "glm"
     num_samples: int = 1000
-
-    @classmethod
-    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options that make this method emit ``num_draws`` posterior draws."""
-        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         super().__post_init__()

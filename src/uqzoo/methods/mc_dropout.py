@@ -26,15 +26,19 @@ representing model uncertainty in deep learning. ICML.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from uqzoo._validation import as_float_matrix, check_float, check_int, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.methods import _trainer
-from uqzoo.methods._config import check_draw_memory, check_draws, check_training_sizes, config_dict
+from uqzoo.methods._config import (
+    FreeDraws,
+    check_draw_memory,
+    check_draws,
+    check_training_sizes,
+    config_dict,
+)
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
@@ -42,7 +46,7 @@ __all__ = ["Config", "fit", "fold_masks", "per_row_proba_draws"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_trainer.TrainingConfig):
+class Config(FreeDraws, _trainer.TrainingConfig):
     """Hyper-parameters of MC dropout.
 
     Parameters
@@ -67,11 +71,6 @@ class Config(_trainer.TrainingConfig):
 
     dropout: float = 0.1
     num_samples: int = 200
-
-    @classmethod
-    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options that make this method emit ``num_draws`` posterior draws."""
-        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -36,7 +36,7 @@ import functools
 import math
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from uqzoo._progress import progress_bar as progress
 from uqzoo.errors import ConvergenceWarning, InvalidInputError
 from uqzoo.methods import _diagnostics
 from uqzoo.methods._config import (
+    FreeDraws,
     check_choice,
     check_class_weight,
     check_draw_memory,
@@ -70,7 +71,7 @@ _CHUNK = 500
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(FreeDraws):
     """Settings of mean-field VI.
 
     Parameters
@@ -124,11 +125,6 @@ class Config:
     convergence_rtol: float = 1e-3
     backend: str = "numpyro"
     class_weight: str | tuple[float, ...] | None = None
-
-    @classmethod
-    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options that make this method emit ``num_draws`` posterior draws."""
-        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)

@@ -70,8 +70,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -81,6 +80,7 @@ from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 from uqzoo.methods import _diagnostics, _trainer
 from uqzoo.methods._config import (
+    FreeDraws,
     check_draw_memory,
     check_draws,
     check_members,
@@ -270,7 +270,7 @@ class _Collector:
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(_trainer.OptimizerConfig):
+class Config(FreeDraws, _trainer.OptimizerConfig):
     """Hyper-parameters of SWAG and MultiSWAG.
 
     Parameters
@@ -333,11 +333,6 @@ class Config(_trainer.OptimizerConfig):
     covariance: str = "lowrank"
     num_runs: int = 1
     num_samples: int = 100
-
-    @classmethod
-    def budget_options(cls, num_draws: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options that make this method emit ``num_draws`` posterior draws."""
-        return {"num_samples": num_draws}
 
     def __post_init__(self) -> None:
         super().__post_init__()
