@@ -84,7 +84,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -477,8 +476,6 @@ def fidelity(posterior: Posterior, reference: Posterior, X: object, *,
                  "wasserstein1": np.empty(N, np.float32), "overlap": np.empty(N, np.float32),
                  "width": np.empty(N, np.float32), "reference_width": np.empty(N, np.float32)}
     n_workers = min(workers, len(starts))
-    caller_threads = torch.get_num_threads()
-
     def work(worker: int) -> None:
         buf_a, buf_b = side_a.buffers(), side_b.buffers()
         for i in range(worker, len(starts), n_workers):
@@ -492,20 +489,7 @@ def fidelity(posterior: Posterior, reference: Posterior, X: object, *,
             for key, values in points.items():
                 per_point[key][start:stop] = values
 
-    def pooled_work(worker: int) -> None:
-        # As in uqzoo.predictive.summarize: the setting is this worker thread's own.
-        torch.set_num_threads(1)
-        try:
-            work(worker)
-        finally:
-            torch.set_num_threads(caller_threads)
-
-    if n_workers == 1:
-        work(0)
-    else:
-        with ThreadPoolExecutor(n_workers, thread_name_prefix="uqzoo-fidelity") as pool:
-            for future in [pool.submit(pooled_work, w) for w in range(n_workers)]:
-                future.result()
+    engine.run_workers(work, n_workers, "uqzoo-fidelity")
     total = dict(zip(_SUMS, sums.sum(axis=0), strict=True))
     pairs = total["pairs"]
     ref_width = total["ref_width"]

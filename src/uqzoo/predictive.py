@@ -50,6 +50,7 @@ __all__ = [
     "default_workers",
     "logit_draws",
     "proba_draws",
+    "run_workers",
     "summarize",
 ]
 
@@ -523,6 +524,31 @@ class _Summarizer:
         self.upper[:, start:stop] = q[1::2]
 
 
+def run_workers(work: Callable[[int], None], n_workers: int, name: str) -> None:
+    """``work(0)``, ..., ``work(n_workers - 1)`` in a thread pool, each thread with one
+    torch thread (its own OpenMP/MKL setting), or ``work(0)`` in the caller's thread.
+
+    ``torch.set_num_threads`` sets the calling thread's count and records the
+    count that threads started later begin with, so each worker hands back the
+    caller's count when it is done: the call leaves the process as it found it.
+    """
+    if n_workers == 1:
+        work(0)
+        return
+    caller_threads = torch.get_num_threads()
+
+    def pooled(worker: int) -> None:
+        torch.set_num_threads(1)
+        try:
+            work(worker)
+        finally:
+            torch.set_num_threads(caller_threads)
+
+    with ThreadPoolExecutor(n_workers, thread_name_prefix=name) as pool:
+        for future in [pool.submit(pooled, w) for w in range(n_workers)]:
+            future.result()
+
+
 def default_workers() -> int:
     """Worker threads :func:`summarize` uses by default: the cores this process may run on."""
     try:
@@ -621,8 +647,6 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     bar = progress(total=len(starts), desc="summarize", unit="chunk", enabled=progress_bar)
     bar_lock = threading.Lock()
 
-    caller_threads = torch.get_num_threads()
-
     def work(worker: int) -> None:
         summarizer = _Summarizer(forward, X, chunk, ranks, plan, mean, lower, upper,
                                  expected_entropy)
@@ -631,23 +655,8 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
             with bar_lock:
                 bar.update(1)
 
-    def pooled_work(worker: int) -> None:
-        # torch.set_num_threads sets this worker thread's own OpenMP/MKL count;
-        # it also records the count that threads started later begin with, so
-        # the worker hands back the caller's count when it is done.
-        torch.set_num_threads(1)
-        try:
-            work(worker)
-        finally:
-            torch.set_num_threads(caller_threads)
-
     try:
-        if n_workers == 1:
-            work(0)
-        else:
-            with ThreadPoolExecutor(n_workers, thread_name_prefix="uqzoo-summarize") as pool:
-                for future in [pool.submit(pooled_work, w) for w in range(n_workers)]:
-                    future.result()
+        run_workers(work, n_workers, "uqzoo-summarize")
     finally:
         bar.close()
     # Too few draws for an order-statistic interval at these levels: the honest
