@@ -112,12 +112,9 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-    config : Config
-    seed : int
-        Seeds the resamples, the initialisations and the validation split.
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds the resamples, the initialisations and the validation split.
 
     Returns
     -------

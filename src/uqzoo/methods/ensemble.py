@@ -93,13 +93,9 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-        Only ``X_train``/``y_train`` are used.
-    config : Config
-    seed : int
-        Seeds the initialisations (and the validation split, when used).
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds the initialisations (and the validation split, when used).
 
     Returns
     -------

@@ -952,13 +952,9 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-        Only ``X_train`` and ``y_train`` are used.
-    config : Config
-    seed : int
-        Chain starting points and NUTS randomness derive from it.
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds the chain starting points and NUTS's randomness.
 
     Returns
     -------

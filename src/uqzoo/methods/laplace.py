@@ -449,14 +449,11 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-        The curvature and evidence use the training rows the MAP was trained
-        on (all of ``X_train`` unless a validation split is held out).
-    config : Config
-    seed : int
-        Seeds the initialisation and the draws.
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds the initialisation and the draws. The curvature and evidence use the
+        training rows the MAP was trained on (all of ``X_train`` unless a validation split
+        is held out).
 
     Returns
     -------

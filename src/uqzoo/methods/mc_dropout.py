@@ -126,12 +126,9 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-    config : Config
-    seed : int
-        Seeds the initialisation, the training dropout masks and the S draws.
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds the initialisation, the training dropout masks and the S draws.
 
     Returns
     -------

@@ -383,14 +383,10 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-        Only ``X_train`` and ``y_train`` are used.
-    config : Config
-    seed : int
-        q's initial means, the ELBO's Monte Carlo draws, minibatches and the
-        final draws from q derive from it.
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds q's initial means, the ELBO's Monte Carlo draws, minibatches and the
+        final draws from q.
 
     Returns
     -------

@@ -373,12 +373,9 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Parameters
     ----------
-    spec : MLPSpec
-    data : ClassificationData
-    config : Config
-    seed : int
-        Seeds the initialisations, minibatch orders and the draws.
-    progress_bar : bool
+    spec, data, config, seed, progress_bar
+        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
+        ``seed`` seeds the initialisations, minibatch orders and the draws.
 
     Returns
     -------
