@@ -360,12 +360,8 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
     >>> uz.proba_draws(spec, draws, np.zeros((7, 3))).shape
     (5, 7, 2)
     """
-    K = spec.n_classes
-
-    def link(z: torch.Tensor) -> torch.Tensor:
-        return _binary_proba(z) if K == 2 else torch.softmax(z, dim=-1)
-
-    return _draw_by_draw(spec, draws, X, anchor, chunk_size, logit_transform, K, link)
+    return _draw_by_draw(spec, draws, X, anchor, chunk_size, logit_transform,
+                         probabilities=True)
 
 
 @torch.no_grad()
@@ -393,14 +389,15 @@ def logit_draws(spec: MLPSpec, draws: Mapping, X: object, *, anchor: Mapping | N
     (5, 7, 1)
     """
     return _draw_by_draw(spec, draws, X, anchor, chunk_size, logit_transform,
-                         spec.n_outputs, lambda z: z)
+                         probabilities=False)
 
 
 def _draw_by_draw(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None,
                   chunk_size: int | None, logit_transform: LogitTransform | None,
-                  width: int, link: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
-    """(S, N, width) float32: ``link`` of every draw's (n, S, n_outputs) logits, by chunk."""
-    draws, X, anchor = _prepare(spec, draws, X, anchor)
+                  probabilities: bool) -> np.ndarray:
+    """(S, N, K) probabilities or (S, N, n_outputs) logits of every draw, by chunk."""
+    draws, X, anchor = _prepare(spec, draws, X, anchor)     # checks spec first
+    width = spec.n_classes if probabilities else spec.n_outputs
     forward = _Forward(spec, draws, anchor, check_transform(spec, logit_transform))
     S, N = forward.num_draws, X.shape[0]
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
@@ -411,7 +408,9 @@ def _draw_by_draw(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | No
         xc = _tensor(X[start:start + chunk])
         n = xc.shape[0]
         z = forward.logits(xc, logits_buf[:n], workspace).view(n, S, spec.n_outputs)
-        out[:, start:start + n] = link(z).transpose(0, 1).numpy()
+        if probabilities:
+            z = _binary_proba(z) if spec.n_classes == 2 else torch.softmax(z, dim=-1)
+        out[:, start:start + n] = z.transpose(0, 1).numpy()
     return out
 
 

@@ -262,8 +262,8 @@ def test_flags_that_the_file_holds_cannot_join_it(tmp_path, capsys, monkeypatch)
     assert main(["compare", "--config", str(path), "--seed", "0", "--set", "laplace.x=1",
                  "--full", "--dataset", "iris"]) == 2
     _one_line_error(capsys, "--dataset, --full, --seed, --set cannot be combined with "
-                            f"--config {str(path)!r}", "only --out, --overwrite and "
-                                                       "--no-progress")
+                            f"--config {str(path)!r}", "only --out, --overwrite, "
+                                                       "--no-progress and --wide")
 
 
 def test_data_errors_of_a_config_name_the_file(tmp_path, capsys, monkeypatch):
