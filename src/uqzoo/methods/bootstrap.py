@@ -110,11 +110,9 @@ def resample_counts(y: np.ndarray, num_members: int, rng: np.random.Generator, *
 def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Train ``config.num_members`` networks, each on its own bootstrap resample.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds the resamples, the initialisations and the validation split.
+    ``seed`` seeds the resamples, the initialisations and the validation split. The other
+    arguments are the :class:`uqzoo.methods.Method` protocol's; the fit uses ``data``'s
+    training split.
 
     Returns
     -------
@@ -124,9 +122,11 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Examples
     --------
+    Three members, each trained on its own resample of the 200 training rows:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("bootstrap", spec, data, seed=0, num_members=3, num_epochs=200,
     ...               progress_bar=False)
     >>> post.diagnostics["resample_counts"].sum(axis=1).tolist()

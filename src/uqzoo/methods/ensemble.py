@@ -91,11 +91,9 @@ class Config(MemberDraws, _trainer.TrainingConfig):
 def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Train ``config.num_members`` networks from independent initialisations.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds the initialisations (and the validation split, when used).
+    ``seed`` seeds the initialisations (and the validation split, when used). The other
+    arguments are the :class:`uqzoo.methods.Method` protocol's; the fit uses ``data``'s
+    training split.
 
     Returns
     -------
@@ -104,13 +102,15 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Examples
     --------
+    Three independently initialised members on the embedded sim-teacher data:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("ensemble", spec, data, seed=0, num_members=3, num_epochs=200,
     ...               progress_bar=False)
-    >>> post.predict_proba_draws(data.X_test).shape
-    (3, 50, 2)
+    >>> post.sample_shape, post.predict_proba_draws(data.X_test).shape
+    ((1, 3), (3, 50, 2))
     """
     check_draw_memory(spec, config.num_members, "num_members")
     result, info = _trainer.fit_members(spec, data, config, seed=seed,

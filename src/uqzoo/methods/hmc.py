@@ -240,9 +240,8 @@ class Config:
     num_diagnostic_points : int
         Training points whose predictive probability gets R-hat and ESS.
     class_weight : None, "balanced" or sequence of float
-        Reweight each training row's log-likelihood by its class's weight
-        (``"balanced"``: c_k = N / (K · n_k)), the same option and meaning as
-        in every method: see :class:`uqzoo.methods._trainer.OptimizerConfig`.
+        The class weights of every method (:class:`uqzoo.methods._trainer.OptimizerConfig`):
+        each row's log-likelihood term in the potential is multiplied by its class's weight.
     """
 
     num_warmup: int = 500
@@ -950,11 +949,8 @@ def time_estimate(spec: MLPSpec, data, config: Config, *,
 def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Sample the Bayesian MLP's posterior with NUTS.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds the chain starting points and NUTS's randomness.
+    ``seed`` seeds the chain starting points and NUTS's randomness. The other arguments are
+    the :class:`uqzoo.methods.Method` protocol's; the fit uses ``data``'s training split.
 
     Returns
     -------

@@ -447,13 +447,10 @@ def _sample(result: LaplaceResult, center: np.ndarray, num: int,
 def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Train to the MAP, build the GGN Laplace Gaussian, tune the prior, draw S samples.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds the initialisation and the draws. The curvature and evidence use the
-        training rows the MAP was trained on (all of ``X_train`` unless a validation split
-        is held out).
+    ``seed`` seeds the initialisation and the draws. The curvature and evidence use the
+    training rows the MAP was trained on (all of ``X_train`` unless a validation split is
+    held out). The other arguments are the :class:`uqzoo.methods.Method` protocol's; the fit
+    uses ``data``'s training split.
 
     Returns
     -------
@@ -466,9 +463,11 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Examples
     --------
+    The GGN Laplace Gaussian around the MAP, read through the GLM predictive:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("laplace", spec, data, seed=0, num_samples=100, num_epochs=300,
     ...               progress_bar=False)
     >>> post.predict_proba_draws(data.X_test).shape, post.predictive
@@ -541,13 +540,16 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
 
     Examples
     --------
+    The probit approximation of the predictive mean, without drawing:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("laplace", spec, data, seed=0, num_samples=10, num_epochs=300,
     ...               progress_bar=False)
-    >>> probit_mean(post, data.X_test).shape
-    (50, 2)
+    >>> p = probit_mean(post, data.X_test)
+    >>> p.shape, bool(abs(p.sum(axis=1) - 1.0).max() < 1e-12)
+    ((50, 2), True)
     """
     from scipy.linalg import solve_triangular
 

@@ -124,11 +124,9 @@ def fold_masks(spec: MLPSpec, params: dict[str, np.ndarray], masks: list[np.ndar
 def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Train one network with dropout, then draw S shared masks folded into the weights.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds the initialisation, the training dropout masks and the S draws.
+    ``seed`` seeds the initialisation, the training dropout masks and the S draws. The other
+    arguments are the :class:`uqzoo.methods.Method` protocol's; the fit uses ``data``'s
+    training split.
 
     Returns
     -------
@@ -139,9 +137,11 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Examples
     --------
+    One network trained with 10 % dropout, then 30 masks shared across rows:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("mc_dropout", spec, data, seed=0, dropout=0.1, num_samples=30,
     ...               num_epochs=200, progress_bar=False)
     >>> post.predict_proba_draws(data.X_test).shape
@@ -193,9 +193,11 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
 
     Examples
     --------
+    Fresh masks for every row, instead of masks shared across rows:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("mc_dropout", spec, data, seed=0, dropout=0.1, num_samples=30,
     ...               num_epochs=200, progress_bar=False)
     >>> per_row_proba_draws(post, data.X_test, num_samples=20).shape

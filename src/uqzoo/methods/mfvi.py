@@ -107,9 +107,8 @@ class Config(FreeDraws):
         Default 1e-3.
     backend : {"numpyro", "pyro"}
     class_weight : None, "balanced" or sequence of float
-        Reweight each training row's log-likelihood by its class's weight
-        (``"balanced"``: c_k = N / (K · n_k)), the same option and meaning as
-        in every method: see :class:`uqzoo.methods._trainer.OptimizerConfig`.
+        Multiplies each row's expected log-likelihood in the ELBO by its class's weight; the
+        option of every method (:class:`uqzoo.methods._trainer.OptimizerConfig`).
     """
 
     num_steps: int = 10000
@@ -381,12 +380,9 @@ def elbo_convergence(losses: np.ndarray, change: _diagnostics.WindowChange,
 def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Fit mean-field Gaussian VI and draw ``num_samples`` parameter sets from q.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds q's initial means, the ELBO's Monte Carlo draws, minibatches and the
-        final draws from q.
+    ``seed`` seeds q's initial means, the ELBO's Monte Carlo draws, minibatches and the
+    final draws from q. The other arguments are the :class:`uqzoo.methods.Method`
+    protocol's; the fit uses ``data``'s training split.
 
     Returns
     -------

@@ -371,11 +371,9 @@ class Config(FreeDraws, _trainer.OptimizerConfig):
 def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Run ``num_runs`` SWAG trajectories together and draw from their Gaussians.
 
-    Parameters
-    ----------
-    spec, data, config, seed, progress_bar
-        The protocol's (:class:`uqzoo.methods.Method`): fitted on ``data``'s training split;
-        ``seed`` seeds the initialisations, minibatch orders and the draws.
+    ``seed`` seeds the initialisations, minibatch orders and the draws. The other arguments
+    are the :class:`uqzoo.methods.Method` protocol's; the fit uses ``data``'s training
+    split.
 
     Returns
     -------
@@ -388,9 +386,11 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
 
     Examples
     --------
+    Twenty draws from the SWAG Gaussian after 60 epochs of training:
+
     >>> import uqzoo as uz
     >>> data = uz.datasets.load("sim-teacher", n_train=200, n_test=50, seed=0)
-    >>> spec = uz.MLPSpec(data.n_features, 2, hidden=(10, 10))
+    >>> spec = uz.MLPSpec(data.n_features, 2)  # the default 2×10 tanh network
     >>> post = uz.fit("swag", spec, data, seed=0, num_epochs=60, num_samples=20,
     ...               progress_bar=False)
     >>> post.predict_proba_draws(data.X_test).shape
