@@ -10,6 +10,8 @@
     uqzoo compare --config results/config.toml --out again/   # repeat it exactly
     uqzoo compare --dataset hsi-sim --perturb illumination:0.8-1.2 --copies 10 --out DIR
     uqzoo compare --dataset hsi-sim --recalibrate temperature --out DIR
+    uqzoo reference --dataset breast-cancer --out ref.nc   # a gated HMC reference posterior
+    uqzoo compare --dataset breast-cancer --reference ref.nc --out DIR   # closeness to it
     uqzoo datasets | uqzoo methods
 
 ``--dataset`` is a built-in data set's name, or a file: a hyperspectral cube
@@ -273,6 +275,8 @@ def _cmd_compare(args) -> int:
     print()
     for text in legend:
         print(textwrap.fill(text, width=TABLE_WIDTH))
+    if result.fidelity:
+        print(_closeness_text(result))
     if result.recalibration is not None:
         rec = result.recalibration
         print(f"recalibrated rows (METHOD+{rec['method']}): {rec['method']} scaling fitted on "
@@ -295,6 +299,24 @@ def _cmd_compare(args) -> int:
     if args.out:
         _write_compare_outputs(args, config_text, result, data)
     return 0
+
+
+def _closeness_text(result) -> str:
+    """Each method's closeness to the reference, every score beside its MC yardstick."""
+    reference = result.settings.reference
+    gate = ("passed its gate" if reference.passed else
+            "did NOT pass its gate, so it is no reference: " + "; ".join(reference.gate.messages))
+    source = ("the comparison's own hmc fit (not independent of the hmc row)"
+              if reference.row is not None else reference.source)
+    lines = ["", textwrap.fill(f"closeness to the exact posterior (reference: {source}, "
+                               f"{reference.num_draws} draws; {gate}); each score with its "
+                               "Monte Carlo floor ± sd:", width=TABLE_WIDTH)]
+    for name, fid in result.fidelity.items():
+        parts = [f"{s.name} {s.value:.4f} (MC {s.mc_floor:.4f} ± {s.mc_sd:.4f})"
+                 for s in fid.scores]
+        lines.append(textwrap.fill(f"  {name}: " + ", ".join(parts), width=TABLE_WIDTH,
+                                   subsequent_indent="    "))
+    return "\n".join(lines)
 
 
 def _cell(value: Any, kind: str) -> str:
@@ -398,6 +420,7 @@ def _compare_config(args):
     dataset, options = _data_request(args)
     perturb, copies = _perturbations(args)     # checked before the data are read
     recalibrate = _recalibration(args)
+    reference = _reference(args)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
     configs: dict[str, dict[str, Any]] = {}
@@ -429,7 +452,7 @@ def _compare_config(args):
                                                                     "--num-draws"),
         interval=args.interval, settings="full" if args.full else "quick",
         perturb=perturb, copies=copies, target_prior=target_prior, recalibrate=recalibrate,
-        source="the command line")
+        reference=reference, source="the command line")
     return config, data
 
 
@@ -470,6 +493,25 @@ def _recalibration(args) -> str | None:
         raise UqzooError(f"--recalibrate must be {' or '.join(RECALIBRATION_METHODS)} "
                          f"(uz.recalibrate), got {args.recalibrate!r}")
     return str(args.recalibrate)
+
+
+def _reference(args) -> str | None:
+    """--reference: "hmc" or an existing file, checked before the data are read."""
+    value = args.reference
+    if value is None:
+        return None
+    if value == "hmc":
+        names = args.methods.split(",") if args.methods else None
+        if names is not None and "hmc" not in names:
+            raise UqzooError(f"--reference hmc uses the comparison's own HMC fit, but --methods "
+                             f"{args.methods!r} has no hmc: add it, or give --reference PATH "
+                             "(a file written by `uqzoo reference`)")
+        return "hmc"
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise UqzooError(f"--reference must be 'hmc' or the path of a reference written by "
+                         f"`uqzoo reference --out PATH`; {value!r} is no such file")
+    return str(path.resolve())
 
 
 class _Unset(list):
@@ -712,6 +754,11 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                         "(uz.recalibrate), fitted on 20%% of the training data held out "
                         "(every method then trains on the other 80%%); rows "
                         "METHOD+temperature beside the originals")
+    p.add_argument("--reference", default=None, metavar="hmc|PATH",
+                   help="also score every method's closeness to the exact posterior: a "
+                        "reference written by `uqzoo reference --out PATH` on the same data, "
+                        "or 'hmc' (the comparison's own HMC fit: not independent of the hmc "
+                        "row, and a reference only if it passes the gate)")
     p.add_argument("--config", metavar="FILE.toml",
                    help="the whole run from a config file (see uqzoo.comparison.config); "
                         "--out DIR writes the resolved one as DIR/config.toml")

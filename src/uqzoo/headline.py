@@ -55,6 +55,9 @@ class Headline:
         None for descriptive columns.
     needs_truth : bool
         Defined only with known true probabilities.
+    needs_reference : bool
+        Defined only against a reference posterior (``uz.compare(reference=...)``,
+        a study with ``[reference]``): closeness to the exact posterior.
     where : frozenset of str
         Where it is shown: ``"comparison"`` (a column of
         ``Comparison.table``), ``"report"`` (the report's wider table),
@@ -70,6 +73,7 @@ class Headline:
     better: Better | None = None
     needs_truth: bool = False
     where: frozenset[str] = frozenset()
+    needs_reference: bool = False
 
     def key(self, at: float | None = None) -> str:
         """The flat key: ``name`` or ``name@<at>``."""
@@ -103,10 +107,12 @@ HEADLINE: tuple[Headline, ...] = (
     _h("warning_flags", "warnings", "the same checks where the data, not the fit, are to "
        "blame, or the excess is too small to call a failure (uz.evaluate: FitFailure "
        "severity \"warning\")", "fit", "comparison report"),
-    _h("rank", "rank", "rank by the comparison's proper score: the interval score of the "
-       "true probability (mean over levels) where it is known, NLL of the test labels "
-       "otherwise; 1 is best, failed fits unranked (the verdict gives the bootstrap "
-       "intervals of each difference to the best)", "fit", "comparison report"),
+    _h("rank", "rank", "rank by the comparison's score: the interval score of the "
+       "true probability (mean over levels) where it is known, else the mean per-point "
+       "1-Wasserstein distance to a reference posterior that passed its gate (the reference "
+       "row itself unranked), else NLL of the test labels; 1 is best, failed fits unranked "
+       "(the verdict gives the bootstrap intervals of each difference to the best)", "fit",
+       "comparison report"),
     _h("n_test", "N test", "test points evaluated", "fit", "report"),
     _h("coverage", "coverage", f"share of test points whose level-{_L} interval holds the "
        f"true probability (nominal {_L}); red: below, blue: above the nominal level beyond "
@@ -153,6 +159,24 @@ HEADLINE: tuple[Headline, ...] = (
        better="higher"),
     _h("misclassification_auroc", "misclass. AUROC", "how well confidence separates right "
        "from wrong predictions", "selective", "report", better="higher"),
+    # Closeness to a reference posterior (uqzoo.fidelity), at its 90 % level: the
+    # name is "fidelity_" + a key of uqzoo.fidelity.METRICS.
+    _h("fidelity_agreement", "agree ref", "share of test points whose top label equals the "
+       "reference posterior's (1: perfect)", "fidelity", "comparison report study",
+       better="higher", needs_reference=True),
+    _h("fidelity_total_variation", "TV ref", "total variation between the predictive mean and "
+       "the reference posterior's, mean over test points (0: perfect)", "fidelity",
+       "comparison report study", better="lower", needs_reference=True),
+    _h("fidelity_wasserstein1", "W1 ref", "1-Wasserstein distance between the draws of each "
+       "class probability and the reference posterior's, mean over test points (0: perfect; "
+       "the verdict ranks by it on data without true probabilities)", "fidelity",
+       "comparison report study", better="lower", needs_reference=True),
+    _h("fidelity_interval_overlap", "overlap ref", "share of (test point, class) pairs whose "
+       "90 % interval meets the reference posterior's (1: perfect)", "fidelity",
+       "comparison report study", better="higher", needs_reference=True),
+    _h("fidelity_width_ratio", "width/ref", "total 90 % interval width / the reference "
+       "posterior's (1: perfect; < 1 too narrow, > 1 too wide)", "fidelity",
+       "comparison report study", needs_reference=True),
     _h("mean_predictive_entropy", "entropy", "mean entropy of the predictive mean",
        "uncertainty"),
     _h("mean_mutual_information", "mutual inf.", "mean mutual information (epistemic part)",
@@ -209,7 +233,7 @@ class Column:
 
 
 def columns(levels: Iterable[float] = (), fars: Iterable[float] = (), *,
-            where: Where | None = None, has_truth: bool = True,
+            where: Where | None = None, has_truth: bool = True, has_reference: bool = True,
             names: Sequence[str] | None = None) -> list[Column]:
     """The headline columns in display order: fit columns, each level's, the rest, each FAR's.
 
@@ -221,6 +245,8 @@ def columns(levels: Iterable[float] = (), fars: Iterable[float] = (), *,
         Only the entries shown there (all, without it).
     has_truth : bool
         Leave out entries that need known true probabilities when False.
+    has_reference : bool
+        Leave out the closeness to a reference posterior when False.
     names : sequence of str, optional
         Only these entries.
     """
@@ -228,6 +254,7 @@ def columns(levels: Iterable[float] = (), fars: Iterable[float] = (), *,
               if (where is None or where in h.where or (where == "report" and "comparison"
                                                          in h.where))
               and (has_truth or not h.needs_truth)
+              and (has_reference or not h.needs_reference)
               and (names is None or h.name in names)]
     levels, fars = list(levels), list(fars)
     fit = [Column(h.key(), h) for h in chosen if h.group == "fit"]

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
     from uqzoo.evaluate import EvalReport
 
-__all__ = ["comparison_maps", "confident_errors", "coverage_plot", "ece_binning", "hsi_maps",
-           "reliability_diagram", "risk_coverage_plot", "shift_errorbars"]
+__all__ = ["comparison_maps", "confident_errors", "coverage_plot", "ece_binning",
+           "fidelity_maps", "fidelity_plot", "hsi_maps", "reliability_diagram",
+           "risk_coverage_plot", "shift_errorbars"]
 
 # 1.96: the two-sided 95 % normal quantile, for binomial bands.
 _Z95 = 1.959963984540054
@@ -839,4 +840,145 @@ def shift_errorbars(reports: EvalReport | Mapping[str, EvalReport], metric: str 
     ax.set_ylabel(metric)
     ax.set_title(f"{metric}: clean and under shift", fontsize=9)
     ax.legend(fontsize=7)
+    return fig
+
+
+def _check_fidelity(fid: object, what: str = "fid") -> Any:
+    if not (hasattr(fid, "per_point") and hasattr(fid, "scores")):
+        raise InvalidTypeError(f"{what} must be a uqzoo.Fidelity (uz.fidelity), got {_show(fid)}")
+    return fid
+
+
+def fidelity_plot(fid: Any, *, ax: Sequence | np.ndarray | None = None) -> Figure:
+    """One method's closeness to a reference posterior, point by point.
+
+    Left: the histogram of each test point's 1-Wasserstein distance between
+    the method's draws of p and the reference's, with the mean (solid) and its
+    Monte Carlo floor (dashed; what a method equal to the reference scores from
+    finite draws alone). Right: each point's interval width against the
+    reference's, on log axes; on the diagonal the widths agree, below it the
+    method's intervals are too narrow, above it too wide.
+
+    Parameters
+    ----------
+    fid : Fidelity
+        What :func:`uqzoo.fidelity` returns.
+    ax : two matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fid = uz.fidelity(post, ref, data.X_test, data=data)      # doctest: +SKIP
+    >>> uz.plots.fidelity_plot(fid).savefig("fidelity.png")        # doctest: +SKIP
+    """
+    fid = _check_fidelity(fid)
+    if ax is None:
+        fig = Figure(figsize=(8.4, 3.4), layout="constrained")
+        axes = list(fig.subplots(1, 2))
+    else:
+        axes = _axes_list(ax, 2, "W1 histogram, widths")
+        fig = _figure_of(axes[0])
+    w1 = np.asarray(fid.per_point["wasserstein1"], dtype=np.float64)
+    score = fid["wasserstein1"]
+    axes[0].hist(w1, bins=30, color="C0", alpha=0.8)
+    axes[0].axvline(score.value, color="black", lw=1.2, label=f"mean {score.value:.4f}")
+    axes[0].axvline(score.mc_floor, color="0.4", ls="--", lw=1,
+                    label=f"MC floor {score.mc_floor:.4f}")
+    axes[0].set_xlabel("per-point W1 to the reference")
+    axes[0].set_ylabel("test points")
+    axes[0].legend(fontsize=7)
+    width = np.asarray(fid.per_point["width"], dtype=np.float64)
+    ref_width = np.asarray(fid.per_point["reference_width"], dtype=np.float64)
+    # log axes: widths of 0 (saturated probabilities) are drawn at the smallest positive one
+    positive = np.concatenate([width[width > 0], ref_width[ref_width > 0]])
+    floor = float(positive.min()) if positive.size else 1e-6
+    x, y = np.maximum(ref_width, floor), np.maximum(width, floor)
+    axes[1].scatter(x, y, s=6, alpha=0.5, color="C1", edgecolors="none")
+    low, high = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+    axes[1].plot([low, high], [low, high], color="black", lw=1, ls="--")
+    axes[1].set_xscale("log")
+    axes[1].set_yscale("log")
+    ratio = fid["width_ratio"].value
+    axes[1].set_title(f"width ratio {ratio:.3f} (< 1 too narrow)", fontsize=9)
+    axes[1].set_xlabel(f"reference {fid.level:g} interval width")
+    axes[1].set_ylabel(f"{fid.method} {fid.level:g} interval width")
+    return fig
+
+
+def fidelity_maps(fidelities: Mapping[str, Any], geometry: object, *,
+                  metric: str = "wasserstein1", ncols: int | None = None) -> Figure:
+    """Where on a hyperspectral scene each method departs from the reference posterior.
+
+    One panel per method, all on one colour scale: each test pixel's
+    1-Wasserstein distance between the method's draws of p and the reference's
+    (``metric="wasserstein1"``) or the total variation between their
+    predictive means (``"total_variation"``). Blank pixels trained or were not
+    labelled.
+
+    Parameters
+    ----------
+    fidelities : dict of str to Fidelity
+        Scored on the scene's test pixels (``Comparison.fidelity``).
+    geometry : EvalReport or ClassificationData
+        Source of the test pixels' coordinates and the image shape.
+    metric : {"wasserstein1", "total_variation"}
+    ncols : int, optional
+        Panels per row; default up to 4.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> result = uz.compare(scene, ["hmc", "swag"], reference="ref.nc")  # doctest: +SKIP
+    >>> uz.plots.fidelity_maps(result.fidelity, scene)                   # doctest: +SKIP
+    """
+    metric = check_choice(metric, "metric", ("wasserstein1", "total_variation"))
+    if not isinstance(fidelities, Mapping) or not fidelities:
+        raise InvalidTypeError(f"fidelities must be a non-empty dict of name -> Fidelity, got "
+                               f"{_show(fidelities)}")
+    for name, fid in fidelities.items():
+        _check_fidelity(fid, f"fidelities[{name!r}]")
+    if _is_report(geometry):
+        coords, shape = _scene_geometry(geometry, None)
+    else:
+        coords_test = getattr(geometry, "coords_test", None)
+        meta_shape = (getattr(geometry, "meta", {}) or {}).get("image_shape")
+        if coords_test is None or meta_shape is None:
+            raise InvalidInputError("geometry must be an EvalReport or ClassificationData of an "
+                                    "HSI scene (pixel coordinates and meta['image_shape'])")
+        coords, shape = np.asarray(coords_test), (int(meta_shape[0]), int(meta_shape[1]))
+    for name, fid in fidelities.items():
+        if fid.n_points != coords.shape[0]:
+            raise InvalidInputError(f"fidelities[{name!r}] scores {fid.n_points} points; the "
+                                    f"scene has {coords.shape[0]} test pixels")
+    values = {n: np.asarray(f.per_point[metric], dtype=np.float64)
+              for n, f in fidelities.items()}
+    # one scale for all: up to the 99th percentile, so a few far pixels do not wash it out
+    top = float(np.percentile(np.concatenate(list(values.values())), 99))
+    top = top if top > 0 else 1.0
+    ncols = min(len(values), 4) if ncols is None else int(ncols)
+    if ncols < 1:
+        raise InvalidInputError(f"ncols must be at least 1, got {ncols}")
+    nrows = -(-len(values) // ncols)
+    side = 2.6
+    fig = Figure(figsize=(side * ncols + 0.8, side * nrows + 0.6), layout="constrained")
+    grid = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    images = []
+    for a, (name, v) in zip(grid, values.items(), strict=False):
+        images.append(a.imshow(_image(v, coords, shape), vmin=0, vmax=top, cmap="magma",
+                               interpolation="nearest"))
+        a.set_title(f"{name}: mean {float(v.mean()):.4f}", fontsize=9)
+    for a in grid:
+        a.set_xticks([])
+        a.set_yticks([])
+    for a in grid[len(values):]:
+        a.set_axis_off()
+    label = ("per-pixel W1 to the reference" if metric == "wasserstein1"
+             else "total variation to the reference")
+    fig.colorbar(images[0], ax=list(grid), shrink=0.7, label=label)
     return fig

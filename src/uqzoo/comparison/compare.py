@@ -5,11 +5,19 @@ It only composes: ``uz.fit`` for each method, ``uz.evaluate`` on the test
 split, and a tidy table of the headline numbers. On binary target-detection
 scenes the classical detectors of :mod:`uqzoo.detectors` are added as
 reference rows, so every table answers "is a network worth it here?".
+
+With ``reference=`` every method is also scored by how close its predictive
+is to a reference posterior of the same network and prior
+(:func:`uqzoo.fidelity`): a long, gated HMC run saved by ``uqzoo reference``
+(:func:`uqzoo.reference_posterior`), or the comparison's own HMC fit
+(``reference="hmc"``). That judges the methods on data without known true
+probabilities, a user's own scene included.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -23,15 +31,21 @@ from uqzoo import methods as method_registry
 from uqzoo import shift as under_shift
 from uqzoo._limits import check_draws
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
-from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, SlowFitWarning
+from uqzoo.errors import (
+    ConvergenceWarning,
+    InvalidInputError,
+    InvalidTypeError,
+    SlowFitWarning,
+    UqzooError,
+)
 from uqzoo.methods import check_class_weight
 from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
 from uqzoo.metrics.intervals import SUMMARY_INTERVALS
 from uqzoo.prior_shift import _as_prior, prior_shift
 from uqzoo.spec import MLPSpec
 
-__all__ = ["DEFAULT_NUM_DRAWS", "QUICK_CONFIGS", "Comparison", "DetectorResult", "Settings",
-           "compare", "describe_data"]
+__all__ = ["DEFAULT_NUM_DRAWS", "QUICK_CONFIGS", "Comparison", "DetectorResult",
+           "ReferenceSettings", "Settings", "compare", "describe_data"]
 
 # Settings that make every method finish in seconds to a minute on two CPU
 # cores for the embedded default data (sim-teacher, 2×10 net, n_train 1000).
@@ -88,6 +102,47 @@ class DetectorResult:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReferenceSettings:
+    """The reference posterior a comparison measured closeness to, and its gate.
+
+    Attributes
+    ----------
+    source : str
+        ``"hmc"`` (the comparison's own HMC fit), the path of the saved
+        reference, or ``"posterior"`` (a Posterior passed in).
+    row : str or None
+        The table's row that is the reference itself (``"hmc"`` with
+        ``reference="hmc"``): its fidelity is perfect by construction, and it
+        is left out of a ranking by fidelity. None for an independent reference.
+    gate : uqzoo.reference.ReferenceGate
+        :func:`uqzoo.reference.reference_gate` of the reference: only when it
+        passed is the reference the exact posterior within Monte Carlo error,
+        and only then does the verdict rank by fidelity.
+    level : float
+        Credible level of the intervals compared (:data:`uqzoo.fidelity.DEFAULT_LEVEL`).
+    num_draws : int
+        The reference's draws S.
+    n_points : int
+        Test points scored.
+    data_fingerprint : str
+        The training data the reference (and every method) was fitted on.
+    """
+
+    source: str
+    row: str | None
+    gate: Any
+    level: float
+    num_draws: int
+    n_points: int
+    data_fingerprint: str
+
+    @property
+    def passed(self) -> bool:
+        """Whether the reference passed its gate."""
+        return bool(self.gate.passed)
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """What a comparison was run with, resolved: the report and the verdict read it.
 
@@ -115,6 +170,9 @@ class Settings:
     data : tuple of (str, str)
         The data described in words, label and text, as the report shows it
         (data set, points, classes, split, options, truth, source).
+    reference : ReferenceSettings or None
+        With ``reference=``: where the reference posterior came from and
+        whether it passed its gate.
     """
 
     levels: tuple[float, ...]
@@ -126,6 +184,7 @@ class Settings:
     data_name: str
     n_test: int | None
     data: tuple[tuple[str, str], ...]
+    reference: ReferenceSettings | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -176,8 +235,15 @@ class Comparison:
         (:func:`uqzoo.comparison.ranking.rank_methods`): with known true
         probabilities by the interval score (mean over levels) and NLL,
         otherwise by NLL and Brier, each with paired bootstrap intervals of
-        every difference to the best. The first one gives the table's
-        ``rank`` column; the verdict recommends from them.
+        every difference to the best. With a reference that passed its gate
+        on data without true probabilities, the first is by closeness to the
+        reference (mean per-point 1-Wasserstein distance) instead. The first
+        one gives the table's ``rank`` column; the verdict recommends from them.
+    fidelity : dict of str to Fidelity
+        With ``reference``: each posterior row's closeness to the reference
+        posterior on the test points (:func:`uqzoo.fidelity`), with the Monte
+        Carlo yardstick of every score and the per-point values; the table
+        holds the scores as ``fidelity_<score>`` columns. Empty otherwise.
     """
 
     table: pd.DataFrame
@@ -190,15 +256,16 @@ class Comparison:
     recalibration: Mapping[str, Any] | None = None
     settings: Settings | None = None
     scores: tuple[Any, ...] = ()
+    fidelity: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:
         return format_table(self.table)
 
 
 def _headline_columns(levels: Sequence[float], has_truth: bool,
-                      fars: Sequence[float] = ()) -> list[str]:
+                      fars: Sequence[float] = (), has_reference: bool = False) -> list[str]:
     return [c.key for c in headline.columns(levels, fars, where="comparison",
-                                            has_truth=has_truth)]
+                                            has_truth=has_truth, has_reference=has_reference)]
 
 
 def _is_detection_scene(data: Any) -> bool:
@@ -268,7 +335,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
             interval: str = "equal_tailed", perturbations: object = None,
             copies: int = 10, class_weight: object = None,
-            target_prior: object = None, recalibrate: str | None = None) -> Comparison:
+            target_prior: object = None, recalibrate: str | None = None,
+            reference: object = None) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -342,6 +410,27 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         differ from a comparison without ``recalibrate``, which trains on all
         points; :attr:`Comparison.recalibration` records the split. A target
         prior is applied after the recalibration.
+    reference : None, "hmc", path or Posterior
+        Also score every method's closeness to a reference posterior on the
+        test points (:func:`uqzoo.fidelity`: agreement, total variation,
+        1-Wasserstein distance, interval overlap and width ratio, each with
+        its Monte Carlo yardstick), as ``fidelity_*`` columns of the table and
+        in :attr:`Comparison.fidelity`. A path (``str`` or ``os.PathLike``) is
+        a reference saved by ``uqzoo reference`` or
+        :func:`uqzoo.reference_posterior` (loaded with
+        :func:`uqzoo.load_posterior`); a Posterior is such a reference in
+        memory. Either must have been sampled on the training data the
+        methods fit (its recorded data fingerprint), else an error before
+        any fit. ``"hmc"`` uses the comparison's own HMC fit (``"hmc"`` must
+        be among ``methods``): it is then *not independent* of the HMC row,
+        whose fidelity is perfect by construction and which a ranking by
+        fidelity leaves out, and it is a reference only if it passes
+        :func:`uqzoo.reference.reference_gate` (4 chains, R-hat ≤ 1.01, ESS ≥
+        400; the quick settings do not). The gate's result is recorded in
+        :attr:`Settings.reference`; only a reference that passed it ranks the
+        methods, and only on data without true probabilities (with them, the
+        interval score of the truth ranks). With a target prior, the
+        reference is moved to it too.
 
     Returns
     -------
@@ -356,6 +445,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     >>> data = uz.datasets.load("muufl-target", seed=0)
     >>> result = uz.compare(data, ["laplace"], progress_bar=False)      # doctest: +SKIP
     >>> result.table.loc[["laplace", "ace"], ["failed", "detection_auroc"]]  # doctest: +SKIP
+    >>> result = uz.compare(data, ["hmc", "laplace"], reference="hmc")   # doctest: +SKIP
+    >>> result.table["fidelity_wasserstein1"]                           # doctest: +SKIP
+    >>> result.settings.reference.passed                                 # doctest: +SKIP
     """
     from uqzoo.datasets import ClassificationData
     from uqzoo.evaluate import evaluate
@@ -404,6 +496,10 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     # Made (and checked) before any fit, once for every method.
     shifted = under_shift.prepare(perturbations, copies, seed, data)
     fit_data, calibration, recalibration = _calibration_split(data, recalibrate, seed)
+    # A saved reference is loaded and checked against the training data now, not
+    # after the fits.
+    given_reference, reference_source = _reference_request(reference, names, fit_data,
+                                                           recalibration is not None)
 
     rows, reports, posteriors = [], {}, {}
     options_of = {name: {**_draw_options(name, num_draws, configs.get(name, {})),
@@ -429,6 +525,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             post = method_registry.fit(name, spec, fit_data, seed=seed,
                                        progress_bar=progress_bar, **options)
         fit_seconds = time.perf_counter() - start
+        if reference_source == "hmc" and name == "hmc":
+            given_reference = _own_reference(post, fit_data)
         versions = [(name, "posterior", post, fit_seconds)]
         if recalibration is not None:
             start = time.perf_counter()
@@ -449,24 +547,35 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if detectors:
         detector_rows, detector_results = _detector_rows(fit_data, fars)
         rows += detector_rows
+    fidelity: dict[str, Any] = {}
+    reference_settings = None
+    if given_reference is not None:
+        fidelity, reference_settings = _closeness(given_reference, reference_source, posteriors,
+                                                  data, fit_data, target_prior)
+        for row in rows:
+            if row["method"] in fidelity:
+                row.update(_fidelity_columns(fidelity[row["method"]]))
     table = pd.DataFrame(rows).set_index("method")
     # True / False for fits, <NA> for detector rows (no failure check applies)
     table["failed"] = table["failed"].astype("boolean")
-    scores = _scores(table, reports, seed)
+    scores = _scores(table, reports, seed, fidelity, reference_settings,
+                     data.p_true_test is not None)
     table["rank"] = pd.array([scores[0].rank().get(str(n)) if scores else None
                               for n in table.index], dtype="Int64")
     cols = [c for c in _headline_columns(levels, data.p_true_test is not None,
-                                         fars if data.n_classes == 2 else ())
+                                         fars if data.n_classes == 2 else (),
+                                         has_reference=bool(fidelity))
             if c in table.columns
             and (c != "kind" or detectors or recalibration is not None)]
     settings = Settings(levels=tuple(levels), delta=delta, interval=interval,
                         num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
-                        data=describe_data(data, recalibration))
+                        data=describe_data(data, recalibration),
+                        reference=reference_settings)
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
-                          settings=settings, scores=scores)
+                          settings=settings, scores=scores, fidelity=fidelity)
     shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
                        if r.shift is not None], ignore_index=True)
     ranked, changes = under_shift.rankings(reports)
@@ -474,16 +583,109 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       reports=reports, posteriors=posteriors, detectors=detector_results,
                       shift=shift[["method", *under_shift.SHIFT_COLUMNS]], rankings=ranked,
                       ranking_changes=changes, recalibration=recalibration,
-                      settings=settings, scores=scores)
+                      settings=settings, scores=scores, fidelity=fidelity)
 
 
-def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int) -> tuple[Any, ...]:
-    """The fits that did not fail, ranked by proper scores (one bootstrap seed for all)."""
-    from uqzoo.comparison.ranking import rank_methods
+def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int,
+            fidelity: Mapping[str, Any], reference: ReferenceSettings | None,
+            has_truth: bool) -> tuple[Any, ...]:
+    """The fits that did not fail, ranked by proper scores (one bootstrap seed for all);
+    on data without truth by closeness to a gated reference first."""
+    from uqzoo.comparison.ranking import rank_methods, ranked_fidelity
 
-    ranked = {name: report for name, report in reports.items()
-              if not bool(table.loc[name, "failed"])}
-    return rank_methods(ranked, seed=seed)
+    failed = {name for name in reports if bool(table.loc[name, "failed"])}
+    ranked = {name: report for name, report in reports.items() if name not in failed}
+    return rank_methods(ranked, seed=seed,
+                        fidelity=ranked_fidelity(fidelity, reference, has_truth=has_truth,
+                                                 left_out=failed))
+
+
+_REFERENCE_ALLOWED = ("None, 'hmc' (the comparison's own HMC fit), the path of a reference "
+                      "saved by `uqzoo reference` / uz.reference_posterior, or such a "
+                      "Posterior")
+
+
+def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
+                       recalibrated: bool) -> tuple[Any, str | None]:
+    """(the reference posterior or None, its source) -- ``"hmc"``: made after the HMC fit.
+
+    A saved or given reference is checked against the training data here, before
+    any fit; its gate is judged later (a reference that fails it is still scored
+    against, and said to be no reference).
+    """
+    from uqzoo.posterior import Posterior, load_posterior
+    from uqzoo.reference import check_reference
+
+    if reference is None:
+        return None, None
+    if isinstance(reference, str) and reference == "hmc":
+        if "hmc" not in names:
+            raise InvalidInputError(
+                f"reference='hmc' uses the comparison's own HMC fit, but methods are "
+                f"{list(names)}: add 'hmc' to methods, or pass a saved reference (allowed: "
+                f"{_REFERENCE_ALLOWED})")
+        return None, "hmc"
+    if isinstance(reference, Posterior):
+        post, source, shown = reference, "posterior", "a Posterior"
+    elif isinstance(reference, (str, os.PathLike)):
+        path = os.fspath(reference)
+        if not os.path.isfile(path):
+            raise InvalidInputError(f"reference={path!r}: no such file; allowed: "
+                                    f"{_REFERENCE_ALLOWED}")
+        try:
+            post = load_posterior(path)
+        except UqzooError as exc:
+            raise type(exc)(f"reference={path!r}: {exc}; allowed: {_REFERENCE_ALLOWED}"
+                            ) from None
+        source, shown = str(path), repr(str(path))
+    else:
+        raise InvalidTypeError(f"reference must be {_REFERENCE_ALLOWED}; got "
+                               f"{_show(reference)}")
+    try:
+        check_reference(post, fit_data, require_gate=False)
+    except InvalidInputError as exc:
+        hint = (" (with recalibrate the methods train on the training data less the "
+                "calibration split, which is other training data)" if recalibrated else "")
+        raise InvalidInputError(f"reference={shown} is refused: {exc}{hint}; allowed: "
+                                f"{_REFERENCE_ALLOWED}, sampled on this comparison's "
+                                f"training data") from None
+    return post, source
+
+
+def _own_reference(post: Any, fit_data: Any) -> Any:
+    """The comparison's HMC fit as a reference: marked with the data it was fit on."""
+    from uqzoo.reference import data_fingerprint
+
+    # "data_fingerprint": the diagnostics key uqzoo.reference_posterior records and
+    # uqzoo.reference.check_reference reads.
+    diagnostics = {**post.diagnostics, "data_fingerprint": data_fingerprint(fit_data)}
+    return dataclasses.replace(post, diagnostics=diagnostics)
+
+
+def _closeness(reference: Any, source: str | None, posteriors: Mapping[str, Any], data: Any,
+               fit_data: Any, target_prior: object
+               ) -> tuple[dict[str, Any], ReferenceSettings]:
+    """Every posterior row's fidelity to the reference on the test points, and the
+    reference's settings (its gate judged here, and recorded whatever it says)."""
+    from uqzoo.fidelity import DEFAULT_LEVEL, fidelity
+    from uqzoo.reference import data_fingerprint, reference_gate
+
+    gate = reference_gate(reference)
+    # The rows' probabilities were moved to the target prior: so is the reference.
+    against = reference if target_prior is None else prior_shift(reference, target_prior)
+    scored = {name: fidelity(post, against, data.X_test, data=fit_data, level=DEFAULT_LEVEL,
+                             require_gate=False)
+              for name, post in posteriors.items()}
+    settings = ReferenceSettings(
+        source=str(source), row="hmc" if source == "hmc" else None, gate=gate,
+        level=DEFAULT_LEVEL, num_draws=int(reference.num_draws), n_points=int(data.n_test),
+        data_fingerprint=data_fingerprint(fit_data))
+    return scored, settings
+
+
+def _fidelity_columns(fid: Any) -> dict[str, float]:
+    """A Fidelity's scores as the table's ``fidelity_<score>`` columns (headline keys)."""
+    return {headline.get(f"fidelity_{score.name}").key(): score.value for score in fid.scores}
 
 
 def _calibration_split(data: Any, recalibrate: object, seed: int

@@ -15,6 +15,7 @@ with their options, and the settings of the evaluation::
     copies = 10                         # perturbed copies per perturbation
     target_prior = "train"              # move probabilities to the training prior; optional
     recalibrate = "temperature"         # or "vector": also each method recalibrated; optional
+    reference = "ref.nc"                # closeness to a saved reference, or "hmc"; optional
 
     [data]
     dataset = "sim-teacher"             # a name (uz.datasets.names()) or a file
@@ -87,7 +88,7 @@ INTERVALS = ("equal_tailed", "order_statistic")
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
-                 "perturb", "copies", "target_prior", "recalibrate")
+                 "perturb", "copies", "target_prior", "recalibrate", "reference")
 # Perturbed copies per perturbation when a config names perturbations.
 DEFAULT_COPIES = 10
 # Spec fields the data decide.
@@ -187,6 +188,11 @@ class CompareConfig:
         Also evaluate every method after post-hoc recalibration, fitted on a
         held-out part of the training data (``uz.compare(recalibrate=...)``);
         None: no recalibration.
+    reference : str or None
+        ``"hmc"`` (the comparison's own HMC fit) or the path of a reference
+        posterior saved by ``uqzoo reference``: every method is also scored by
+        its closeness to it (``uz.compare(reference=...)``); None: not. A
+        relative path in a file is relative to the file's folder.
     source : str
         Where the config came from (a file, or the command line); not compared.
     """
@@ -206,6 +212,7 @@ class CompareConfig:
     copies: int = DEFAULT_COPIES
     target_prior: str | tuple[float, ...] | None = None
     recalibrate: str | None = None
+    reference: str | None = None
     source: str = dataclasses.field(default="", compare=False)
 
     # -- what a run needs ------------------------------------------------------------
@@ -264,7 +271,7 @@ class CompareConfig:
                        num_draws=DEFAULT_NUM_DRAWS if self.num_draws is None else self.num_draws,
                        interval=self.interval, perturbations=list(self.perturb) or None,
                        copies=self.copies, target_prior=self.target_prior,
-                       recalibrate=self.recalibrate)
+                       recalibrate=self.recalibrate, reference=self.reference)
 
     # -- resolving and writing ------------------------------------------------------
 
@@ -312,6 +319,8 @@ class CompareConfig:
                                     else list(self.target_prior))
         if self.recalibrate is not None:
             head["recalibrate"] = self.recalibrate
+        if self.reference is not None:
+            head["reference"] = self.reference
         defaults = data_options(self.dataset)
         data = {"dataset": self.dataset}
         for key, value in self.data.items():
@@ -502,6 +511,14 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
                                     f"{', '.join(RECALIBRATION_METHODS)} (or \"{_NONE}\", or "
                                     f"leave the key out, for no recalibration), got {value!r}")
         out["recalibrate"] = None if value == _NONE else value
+    if "reference" in head:
+        value = toml.check_str(head["reference"], path, "compare.reference")
+        if not value.strip():
+            raise InvalidInputError(f"{toml.where(path, 'compare.reference')}: must be \"hmc\" "
+                                    "(the comparison's own HMC fit) or the path of a reference "
+                                    "saved by `uqzoo reference`, got an empty string")
+        out["reference"] = (None if value == _NONE else value if value == "hmc"
+                            else _resolve_path(value, path.parent))
     return out
 
 

@@ -5,7 +5,12 @@ interval score of Gneiting & Raftery (2007) of each level's interval for the
 true probability (:func:`uqzoo.metrics.interval_score`), averaged over the
 levels, and the NLL of the test labels. Without a truth, the NLL and the
 Brier score of the test labels. Both are strictly proper, so no method can
-win by stating something other than what it believes.
+win by stating something other than what it believes. Without a truth but
+with a reference posterior that passed its gate (``uz.compare(reference=...)``),
+the first ranking is by closeness to that exact posterior instead: the mean
+per-point 1-Wasserstein distance between each method's draws of the class
+probabilities and the reference's (:func:`uqzoo.fidelity`), the reference's
+own row left out; then the NLL.
 
 Every method is scored on the same Poisson(1) bootstrap replicates of the test
 set (:class:`uqzoo.metrics.bootstrap.PoissonWeights`, one seed for all), so the
@@ -17,7 +22,7 @@ interval is narrow where the methods err on the same points, and when it holds
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +32,7 @@ from uqzoo.errors import InvalidInputError
 from uqzoo.metrics import calibration as cal
 from uqzoo.metrics.bootstrap import PoissonWeights
 
-__all__ = ["DEFAULT_REPLICATES", "SCORES", "Ranking", "rank_methods"]
+__all__ = ["DEFAULT_REPLICATES", "SCORES", "Ranking", "rank_methods", "ranked_fidelity"]
 
 # B = 500 replicates: the 2.5 % and 97.5 % quantiles of a difference then rest
 # on ~12 replicates each side, enough for a tie / no-tie call; the cost is B × N
@@ -39,6 +44,8 @@ _BLOCK = 2**16
 # metric -> (words, needs the truth); lower is better for all of them.
 SCORES: dict[str, tuple[str, bool]] = {
     "interval_score": ("interval score of the true probability, mean over levels", True),
+    "wasserstein1": ("closeness to the reference posterior (1-Wasserstein distance between "
+                     "the draws of p, mean over test points)", False),
     "nll": ("NLL of the test labels", False),
     "brier": ("Brier score of the test labels", False),
 }
@@ -51,7 +58,8 @@ class Ranking:
     Attributes
     ----------
     metric : str
-        ``"interval_score"``, ``"nll"`` or ``"brier"`` (:data:`SCORES`).
+        ``"interval_score"``, ``"wasserstein1"``, ``"nll"`` or ``"brier"``
+        (:data:`SCORES`).
     methods : tuple of str
         Best first.
     values : dict of str to float
@@ -100,8 +108,41 @@ class Ranking:
                    tied=(order[0],), replicates=0, confidence=nan, seed=None)
 
 
-def _per_point(report: Any, metric: str) -> np.ndarray | None:
+def ranked_fidelity(fidelity: Mapping[str, Any], reference: Any, *, has_truth: bool,
+                    left_out: Collection[str] = ()) -> dict[str, Any] | None:
+    """The fidelities a ranking goes by, or None when it goes by the usual scores.
+
+    Parameters
+    ----------
+    fidelity : dict of str to Fidelity
+        Per row of a comparison (:attr:`Comparison.fidelity`).
+    reference : ReferenceSettings or None
+        :attr:`Settings.reference`: its ``gate`` and its ``row`` (the table's row
+        that is the reference itself, or None).
+    has_truth : bool
+        With known true probabilities the interval score ranks, not fidelity.
+    left_out : collection of str
+        Rows not to rank (failed fits).
+
+    Returns
+    -------
+    dict of str to Fidelity or None
+        None without a reference, with the truth known, or when the reference did
+        not pass its gate (closeness to an unconverged run ranks nothing); else
+        every row's fidelity but the reference's own and those ``left_out``.
+    """
+    if reference is None or has_truth or not reference.gate.passed:
+        return None
+    chosen = {n: f for n, f in fidelity.items() if n != reference.row and n not in left_out}
+    return chosen or None
+
+
+def _per_point(report: Any, metric: str, fidelity: Any = None) -> np.ndarray | None:
     """A report's per-point values of ``metric`` (N,), None where it has none."""
+    if metric == "wasserstein1":
+        if fidelity is None:
+            return None
+        return np.asarray(fidelity.per_point["wasserstein1"], np.float64)
     if metric == "interval_score":
         scores = getattr(report, "interval_score", None)
         return None if scores is None else np.asarray(scores, np.float64).mean(axis=0)
@@ -113,7 +154,8 @@ def _per_point(report: Any, metric: str) -> np.ndarray | None:
 
 def rank_methods(reports: Mapping[str, Any], metrics: Sequence[str] | None = None, *,
                  replicates: int = DEFAULT_REPLICATES, seed: int = 0,
-                 confidence: float = 0.95) -> tuple[Ranking, ...]:
+                 confidence: float = 0.95,
+                 fidelity: Mapping[str, Any] | None = None) -> tuple[Ranking, ...]:
     """Rank evaluated methods by proper scores, with paired bootstrap intervals.
 
     Parameters
@@ -122,13 +164,19 @@ def rank_methods(reports: Mapping[str, Any], metrics: Sequence[str] | None = Non
         The methods to rank, all evaluated on the same test set.
     metrics : sequence of str, optional
         Among :data:`SCORES`. Default: ``("interval_score", "nll")`` when every
-        report knows the true probabilities, ``("nll", "brier")`` otherwise.
+        report knows the true probabilities; else ``("wasserstein1", "nll")``
+        with ``fidelity``; else ``("nll", "brier")``.
     replicates : int
         B, the Poisson bootstrap replicates shared by all methods.
     seed : int
         Seed of the replicates.
     confidence : float in (0, 1)
         Level of the percentile interval of each difference.
+    fidelity : dict of str to Fidelity, optional
+        Closeness to a reference posterior, scored on the reports' test points
+        (:func:`uqzoo.fidelity`); the ``"wasserstein1"`` ranking holds only the
+        reports named here (so a reference's own row is left out by leaving
+        it out of this dict), each by its per-point W1.
 
     Returns
     -------
@@ -159,12 +207,23 @@ def rank_methods(reports: Mapping[str, Any], metrics: Sequence[str] | None = Non
     names = list(reports)
     if not names:
         return ()
+    fidelity = dict(fidelity or {})
     if metrics is None:
         truth = all(getattr(reports[n], "interval_score", None) is not None for n in names)
-        metrics = ("interval_score", "nll") if truth else ("nll", "brier")
+        metrics = (("interval_score", "nll") if truth else
+                   ("wasserstein1", "nll") if fidelity else ("nll", "brier"))
     for metric in metrics:
         if metric not in SCORES:
             raise InvalidInputError(f"metrics must be among {list(SCORES)}, got {metric!r}")
+    unknown = sorted(set(fidelity) - set(names))
+    if unknown:
+        raise InvalidInputError(f"fidelity names {unknown}, which are not among the reports "
+                                f"{names}")
+    for name, fid in fidelity.items():
+        if int(fid.n_points) != int(reports[name].n_points):
+            raise InvalidInputError(
+                f"fidelity[{name!r}] scores {fid.n_points} points, its report "
+                f"{reports[name].n_points}: score both on the same test set")
     first = reports[names[0]]
     for name in names[1:]:
         if reports[name].n_points != first.n_points or not np.array_equal(
@@ -177,24 +236,31 @@ def rank_methods(reports: Mapping[str, Any], metrics: Sequence[str] | None = Non
     weights = PoissonWeights(replicates, seed)
     out = []
     for metric in metrics:
-        values = {n: _per_point(reports[n], metric) for n in names}
+        if metric == "wasserstein1":
+            ranked = [n for n in names if n in fidelity]
+            if not ranked:
+                raise InvalidInputError("cannot rank by wasserstein1 without fidelity (pass "
+                                        "fidelity={name: uz.fidelity(...)})")
+        else:
+            ranked = names
+        values = {n: _per_point(reports[n], metric, fidelity.get(n)) for n in ranked}
         missing = [n for n, v in values.items() if v is None]
         if missing:
             raise InvalidInputError(
                 f"cannot rank by {metric}: {missing} have no true probabilities")
-        sums = {n: np.zeros(replicates) for n in names}
+        sums = {n: np.zeros(replicates) for n in ranked}
         total = np.zeros(replicates)
         for start in range(0, N, _BLOCK):
             stop = min(start + _BLOCK, N)
             W = weights.block(start, stop).astype(np.float64)
             total += W.sum(axis=1)
-            for n in names:
+            for n in ranked:
                 sums[n] += W @ values[n][start:stop]               # type: ignore[index]
         # a replicate of weight 0 everywhere (P = e^-N) scores nothing: left out
         kept = total > 0
-        reps = {n: sums[n][kept] / total[kept] for n in names}
-        point = {n: float(values[n].mean()) for n in names}       # type: ignore[union-attr]
-        order = tuple(sorted(names, key=lambda n: (point[n], names.index(n))))
+        reps = {n: sums[n][kept] / total[kept] for n in ranked}
+        point = {n: float(values[n].mean()) for n in ranked}      # type: ignore[union-attr]
+        order = tuple(sorted(ranked, key=lambda n: (point[n], ranked.index(n))))
         best = order[0]
         tail = (1 - confidence) / 2
         difference, tied = {}, [best]

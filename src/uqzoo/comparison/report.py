@@ -29,15 +29,21 @@ What the page holds, in reading order:
    recalibrated rows (``laplace+temperature``) sit under their originals,
    and a short table sets each beside its original (map, ECE, coverage,
    width, NLL);
-4. under shift, one table per perturbation with each method's headline
+4. with a reference posterior (``uz.compare(reference=...)``), "Closeness to
+   the exact posterior": each method's fidelity scores beside their Monte
+   Carlo yardstick, whether the reference passed its gate (said plainly when
+   it did not), one figure per method (per-point 1-Wasserstein distance and
+   interval width against the reference's) and, for hyperspectral scenes, a
+   map of where each method departs from the reference;
+5. under shift, one table per perturbation with each method's headline
    metrics clean and as mean ± sd over the perturbed copies (the numbers of
    :attr:`Comparison.shift`), and one error-bar figure per metric
    (:func:`uqzoo.plots.shift_errorbars`);
-5. reliability diagrams, coverage against the nominal level and width against
+6. reliability diagrams, coverage against the nominal level and width against
    coverage (only when the true probabilities are known), risk–coverage
    curves, and for hyperspectral scenes the maps of probability, interval
    width and High Confidence Set of every method side by side;
-6. the run's settings, when given (``uqzoo compare`` passes its resolved
+7. the run's settings, when given (``uqzoo compare`` passes its resolved
    configuration, the file that repeats the run).
 
 The file is rendered whole in memory and written atomically
@@ -129,6 +135,8 @@ figcaption{font-size:.85rem;color:#3d4656;margin-top:.3rem;max-width:62rem}
 .legend{font-size:.85rem;color:#3d4656}.legend dt{font-weight:600}
 pre{background:#fff;border:1px solid #d8dde6;padding:.7rem;overflow-x:auto;font-size:.8rem}
 footer{color:#5b6577;font-size:.8rem;margin-top:2.5rem}
+.gate{background:#fff;border:1px solid #d8dde6;border-left:4px solid #2e7d32;padding:.5rem 1rem}
+.gate.failed{border-left-color:#9b1c1c;background:#fdf1f0}
 """
 
 # No script, no external anything: the page may load only its own inline
@@ -418,6 +426,96 @@ def _shift_html(result: Comparison) -> str:
     return "".join(parts)
 
 
+def _closeness_html(result: Comparison) -> str:
+    """"Closeness to the exact posterior": the fidelity table with its MC yardstick,
+    the reference's gate, one figure per method and, on HSI scenes, the maps."""
+    from uqzoo import plots
+    from uqzoo.fidelity import METRICS
+
+    reference = result.settings.reference if result.settings is not None else None
+    if reference is None or not result.fidelity:
+        return ""
+    gate = reference.gate
+    if reference.row is not None:
+        source = (f"the comparison's own <code>{_e(reference.row)}</code> fit. It is not "
+                  f"independent of the {_e(reference.row)} row, whose closeness is perfect by "
+                  "construction, and it is a reference only if it passes the gate")
+    elif reference.source == "posterior":
+        source = "a reference posterior passed in (<code>uz.compare(reference=...)</code>)"
+    else:
+        source = f"the saved reference <code>{_e(reference.source)}</code>"
+    numbers = (f"largest R-hat {gate.rhat_max:.4f}, smallest bulk ESS {gate.ess_bulk_min:.0f} "
+               f"and tail ESS {gate.ess_tail_min:.0f}, divergence rate "
+               f"{gate.divergence_rate:.2g}")
+    if reference.passed:
+        gate_html = (f'<p class="gate" id="reference-gate" data-passed="true">The reference '
+                     f"passed its gate ({_e(numbers)}): within Monte Carlo error it is the exact "
+                     "posterior of this network and prior on the training data.</p>")
+    else:
+        reasons = "".join(f"<li>{_e(m)}</li>" for m in gate.messages)
+        gate_html = (f'<div class="gate failed" id="reference-gate" data-passed="false"><p>'
+                     f"<strong>The reference did NOT pass its gate</strong> ({_e(numbers)}), so "
+                     "it is no reference: the figures below measure closeness to an "
+                     "unconverged HMC run, not to the exact posterior, and the verdict ranks "
+                     f"nothing by them. Why:</p><ul>{reasons}</ul></div>")
+    columns = [(name, headline.get(f"fidelity_{name}")) for name in METRICS]
+    head = ['<tr class="group"><th></th>' + "".join(
+        f'<th colspan="2" scope="colgroup" title="{_e(h.description)}">{_e(h.label)}</th>'
+        for _, h in columns) + "</tr>",
+            '<tr><th scope="col">method</th>' + "".join(
+        '<th scope="col">value</th><th scope="col">MC floor ± sd</th>' for _ in columns)
+            + "</tr>"]
+    body = []
+    for name, fid in result.fidelity.items():
+        cells = []
+        for metric, _ in columns:
+            score = fid[metric]
+            data = (f'data-key="{_e(metric)}" data-value="{_e(repr(score.value))}" '
+                    f'data-floor="{_e(repr(score.mc_floor))}" data-sd="{_e(repr(score.mc_sd))}"')
+            within = "ok" if score.within_mc_error() else ""
+            css = f' class="{within}"' if within else ""
+            cells.append(f"<td{css} {data}>{_e(f'{score.value:.4f}')}</td>"
+                         f'<td class="clean">{_e(f"{score.mc_floor:.4f} ± {score.mc_sd:.4f}")}'
+                         "</td>")
+        label = f"{name} (the reference itself)" if name == reference.row else name
+        body.append(f'<tr data-method="{_e(name)}"><th scope="row">{_e(label)}</th>'
+                    f'{"".join(cells)}</tr>')
+    legend = "".join(f"<dt>{_e(h.label)}</dt><dd>{_e(h.description)}</dd>" for _, h in columns)
+    parts = ['<h2 id="closeness">Closeness to the exact posterior</h2>',
+             f"<p>Each method's posterior predictive on the {reference.n_points:,} test points "
+             f"against a reference posterior of the same network and prior, "
+             f"{reference.num_draws:,} HMC draws: {source}. Beside each figure its Monte "
+             f"Carlo yardstick: what a method equal to the reference would score from "
+             f"finite draws alone (floor ± sd; green: the method is within it). "
+             f"Intervals at level {reference.level:g}.</p>",
+             gate_html,
+             f'<div class="scroll"><table class="fidelity" id="fidelity-table"><thead>'
+             f'{"".join(head)}</thead><tbody>{"".join(body)}</tbody></table></div>',
+             f'<details class="legend"><summary>What the columns mean</summary>'
+             f'<dl class="data">{legend}</dl></details>']
+    shown = {n: f for n, f in result.fidelity.items() if n != reference.row}
+    figs = []
+    for name, fid in shown.items():
+        fig = plots.fidelity_plot(fid)
+        figs.append(_figure(fig, f"closeness of {name} to the reference",
+                            f"<b>{_e(name)}</b>: left, each test point's 1-Wasserstein distance "
+                            "to the reference (solid: mean; dashed: its Monte Carlo floor); "
+                            "right, interval width against the reference's (below the "
+                            "diagonal: too narrow).", f"fidelity-{_slug(name)}"))
+    if figs:
+        parts.append(f'<div class="figs">{"".join(figs)}</div>')
+    mapped = [rep for name, rep in result.reports.items() if name in shown
+              and rep.coords is not None and rep.image_shape is not None]
+    if mapped and shown:
+        fig = plots.fidelity_maps(shown, mapped[0])
+        parts.append(_figure(fig, "maps of the distance to the reference",
+                             "Test pixels of the scene per method: 1-Wasserstein distance "
+                             "between the method's draws of p and the reference's, one colour "
+                             "scale for all. Blank pixels trained or were not labelled.",
+                             "fidelity-maps"))
+    return "".join(parts)
+
+
 def _figures_html(result: Comparison, data: Any) -> str:
     from uqzoo import plots
 
@@ -546,6 +644,7 @@ generated {_e(generated)}.</p>
 <h2 id="table">Comparison</h2>
 {_table_html(table, judged, resolved)}
 {_recalibration_html(result, table)}
+{_closeness_html(result)}
 {_shift_html(result)}
 {_figures_html(result, data)}
 {settings_html}

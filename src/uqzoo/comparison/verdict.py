@@ -3,8 +3,9 @@
 :func:`verdict` judges a :class:`~uqzoo.comparison.compare.Comparison` (or a
 bare table of its columns). Its first sentence answers the question: "Trust
 X: ..." -- the best-scoring method by a proper score (the interval score of
-the true probability where it is known, the NLL of the test labels
-otherwise; :mod:`uqzoo.comparison.ranking`) among those that did not fail,
+the true probability where it is known; otherwise the closeness to a
+reference posterior that passed its gate, when the comparison has one, else
+the NLL of the test labels; :mod:`uqzoo.comparison.ranking`) among those that did not fail,
 converged and, where coverage can be judged, do not under-cover -- or "No
 method is trustworthy here: ...", with the reason in numbers. Then: which
 fits failed or did not converge, which
@@ -27,7 +28,7 @@ import pandas as pd
 
 from uqzoo import headline
 from uqzoo._validation import _show
-from uqzoo.comparison.ranking import Ranking, rank_methods
+from uqzoo.comparison.ranking import Ranking, rank_methods, ranked_fidelity
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
@@ -402,9 +403,14 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
             sentences.append("No method is left to rank by calibration: every fit failed.")
     if result is not None:
         # a Comparison assembled by hand has no scores: rank its reports here
+        kept = {n: r for n, r in result.reports.items() if n in names and n not in failed}
         rankings = tuple(result.scores) or rank_methods(
-            {n: r for n, r in result.reports.items() if n in names and n not in failed},
-            seed=result.settings.seed if result.settings and result.settings.seed else 0)
+            kept, seed=result.settings.seed if result.settings and result.settings.seed else 0,
+            fidelity=ranked_fidelity(
+                {n: f for n, f in result.fidelity.items() if n in kept},
+                result.settings.reference if result.settings else None,
+                has_truth=any(getattr(r, "p_true", None) is not None for r in kept.values())))
+        sentences += _reference_sentences(result, rankings)
     else:
         rankings = _table_rankings(table, names, failed, levels, coverage_known)
     recommended, first = _recommend(rows, names, failed, not_converged, under, claimed,
@@ -532,10 +538,38 @@ def _recommend(rows: Mapping[str, Any], names: Sequence[str], failed: Mapping[st
                     "outside the binomial band but within ")
                  + f"{TRUST_MISS_RATIO:g}× the nominal miss rate (one data set's coverage "
                  "varies more than binomially)")
+    elif not coverage_known and primary.metric == "wasserstein1":
+        text += ("; coverage cannot be checked without known true probabilities, so this "
+                 "rests on closeness to the exact posterior: the reference posterior, which "
+                 "passed its gate")
     elif not coverage_known:
         text += ("; coverage cannot be checked without known true probabilities, so this "
                  "rests on the test labels alone")
     return chosen, text + "."
+
+
+def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> list[str]:
+    """What the reference posterior is, whether it passed its gate, and what that means."""
+    settings = result.settings
+    reference = settings.reference if settings is not None else None
+    if reference is None:
+        return []
+    where = ("the comparison's own HMC fit (not independent of the hmc row, whose closeness "
+             "is perfect by construction)" if reference.row is not None else
+             f"the reference posterior {reference.source}")
+    by_fidelity = any(r.metric == "wasserstein1" for r in rankings)
+    if not reference.passed:
+        return [f"Closeness to the exact posterior was measured against {where}, which did "
+                f"NOT pass the reference gate ({'; '.join(reference.gate.messages)}): it is no "
+                "reference, its fidelity columns measure closeness to an unconverged run, and "
+                "nothing is ranked by them."]
+    text = (f"Closeness to the exact posterior is measured against {where}, which passed the "
+            f"reference gate (R-hat ≤ {reference.gate.rhat_max:.4f}, bulk ESS ≥ "
+            f"{reference.gate.ess_bulk_min:.0f}, tail ESS ≥ {reference.gate.ess_tail_min:.0f})")
+    if by_fidelity:
+        return [text + "; the methods are ranked by it (the fidelity_* columns)."]
+    return [text + "; with known true probabilities the interval score ranks, and the "
+            "fidelity_* columns say how close each method comes to the exact posterior."]
 
 
 def _recalibration_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
