@@ -5,22 +5,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from uqzoo import headline
 from uqzoo._validation import _show
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["GROUP_COLUMNS", "SUMMARY_METRICS", "summarize"]
+__all__ = ["FIDELITY_SUMMARY", "GROUP_COLUMNS", "SUMMARY_METRICS", "summarize"]
 
 GROUP_COLUMNS = ("dataset", "setting", "method", "variant", "level")
 # Averaged over replicates, each with its Monte Carlo standard error.
 SUMMARY_METRICS = ("coverage", "interval_width", "hcs_proportion", "hcs_accuracy",
                    "accuracy", "ece", "brier", "nll", "fit_seconds")
+# Closeness to a reference posterior: averaged too by default, where a study's
+# [reference] made it (columns of results that hold any value).
+FIDELITY_SUMMARY = tuple(h.name for h in headline.HEADLINE
+                         if h.needs_reference and "study" in h.where)
 
 
 def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
-              metrics: Sequence[str] = SUMMARY_METRICS) -> pd.DataFrame:
+              metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Coverage, width and the other metrics per method × setting × level, over replicates.
 
     Each replicate is one independent draw of the training data (and of the
@@ -33,8 +38,10 @@ def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
         :func:`uqzoo.study.load`'s table (only ``status == "done"`` rows count).
     by : sequence of str
         Grouping columns; default ``dataset, setting, method, variant, level``.
-    metrics : sequence of str
-        Columns to average; default :data:`SUMMARY_METRICS`.
+    metrics : sequence of str, optional
+        Columns to average; default :data:`SUMMARY_METRICS` and, where the
+        results hold them (a study with ``[reference]``), the closeness to the
+        reference posterior (:data:`FIDELITY_SUMMARY`).
 
     Returns
     -------
@@ -58,6 +65,10 @@ def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
         raise InvalidTypeError(f"results must be a DataFrame from uz.study.load, got "
                                f"{_show(results)}")
     by = list(by)
+    if metrics is None:
+        metrics = [*SUMMARY_METRICS,
+                   *(m for m in FIDELITY_SUMMARY
+                     if m in results.columns and results[m].notna().any())]
     metrics = list(metrics)
     missing = [c for c in (*by, *metrics) if c not in results.columns]
     if missing:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import math
 import os
 import socket
@@ -103,6 +104,41 @@ def _level_metrics(report: Any) -> list[dict[str, float]]:
     return rows
 
 
+def _fidelity_metrics(fid: Any, gate_passed: bool) -> dict[str, Any]:
+    """A task's closeness to its reference: ``fidelity_<score>`` and its MC floor, and
+    whether the reference passed its gate (the store's columns)."""
+    out: dict[str, Any] = {"reference_gate_passed": gate_passed}
+    for score in fid.scores:
+        out[f"fidelity_{score.name}"] = score.value
+        out[f"fidelity_{score.name}_mc_floor"] = score.mc_floor
+    return out
+
+
+# A worker's last references, by what makes them (data setting, replicate, network,
+# options, seed): the methods of one replicate share one reference, so a worker
+# that runs several of them samples it once. Two: a worker holds at most a few
+# tasks of one replicate in a row (tasks go replicate by replicate).
+_REFERENCES: dict[str, Any] = {}
+_REFERENCES_KEPT = 2
+
+
+def _reference_of(task: Task, spec: Any, data: Any) -> Any:
+    """The task's reference posterior (uz.reference_posterior), sampled once per worker."""
+    from uqzoo.reference import reference_posterior
+
+    config = task.config
+    key = json.dumps({k: config[k] for k in ("dataset", "replicate", "seed", "spec",
+                                             "reference")}, sort_keys=True)
+    seed = task.reference_seed
+    assert seed is not None                     # the task has a reference
+    if key not in _REFERENCES:
+        _REFERENCES[key] = reference_posterior(spec, data, seed=seed,
+                                               progress_bar=False, **config["reference"])
+        while len(_REFERENCES) > _REFERENCES_KEPT:
+            _REFERENCES.pop(next(iter(_REFERENCES)))
+    return _REFERENCES[key]
+
+
 _SKIP = object()
 
 
@@ -162,6 +198,11 @@ def run_task(task: Task) -> dict[str, Any]:
         ``converged``), ``levels`` (one dict per credible level: coverage,
         interval width and their standard errors, High Confidence Set size,
         proportion, accuracy), ``report`` (``EvalReport.to_dict()``),
+        with a ``[reference]`` in the study also ``fidelity_<score>`` and
+        ``fidelity_<score>_mc_floor`` among ``metrics`` (:func:`uqzoo.fidelity`
+        of the fit against the replicate's reference posterior, on the test
+        split) and ``reference_gate_passed``; the reference's time is
+        ``reference_seconds`` of ``timings`` (0 when a worker reused it),
         ``fit_config`` (the method's full config), ``diagnostics``,
         ``warnings`` (messages raised during the task) and ``timings``
         (``load_seconds``, ``fit_seconds``, ``eval_seconds``).
@@ -211,6 +252,18 @@ def run_task(task: Task) -> dict[str, Any]:
         report = evaluate(posterior, data, levels=tuple(config["levels"]),
                           delta=config["delta"])
         t3 = time.perf_counter()
+        closeness: dict[str, Any] = {}
+        if config.get("reference") is not None:
+            from uqzoo.fidelity import fidelity
+            from uqzoo.reference import reference_gate
+
+            reference = _reference_of(task, spec, data)
+            t4 = time.perf_counter()
+            # require_gate=False: a reference that failed its gate is still scored
+            # against, and reference_gate_passed (and its warning) says so
+            fid = fidelity(posterior, reference, data.X_test, data=data, require_gate=False)
+            closeness = _fidelity_metrics(fid, reference_gate(reference).passed)
+            t5 = time.perf_counter()
     diagnostics = _plain(dict(posterior.diagnostics)) or {}
     diagnostics.update(sample_shape=list(posterior.sample_shape),
                        converged=posterior.converged, predictive=posterior.predictive,
@@ -218,7 +271,7 @@ def run_task(task: Task) -> dict[str, Any]:
     return {
         "task_id": task.id,
         "status": "done",
-        "metrics": _task_metrics(report),
+        "metrics": {**_task_metrics(report), **closeness},
         "levels": _level_metrics(report),
         "report": _plain(report.to_dict()),
         "fit_config": _plain(dict(posterior.config)),
@@ -226,7 +279,9 @@ def run_task(task: Task) -> dict[str, Any]:
         "warnings": list(dict.fromkeys(f"{w.category.__name__}: {w.message}"
                                        for w in caught)),
         "timings": {"load_seconds": t1 - t0, "fit_seconds": t2 - t1,
-                    "eval_seconds": t3 - t2},
+                    "eval_seconds": t3 - t2,
+                    **({"reference_seconds": t4 - t3, "fidelity_seconds": t5 - t4}
+                       if closeness else {})},
     }
 
 

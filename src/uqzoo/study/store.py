@@ -50,6 +50,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from uqzoo import headline
 from uqzoo._validation import _show
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, OutputPathError
 
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 
     from uqzoo.study.studyfile import Study, Task
 
-__all__ = ["LEVEL_METRICS", "STATUSES", "TASK_METRICS", "Store", "load", "status_counts"]
+__all__ = ["FIDELITY_METRICS", "LEVEL_METRICS", "STATUSES", "TASK_METRICS", "Store", "load",
+           "status_counts"]
 
 SCHEMA_VERSION = 1
 # PRAGMA application_id: "uqzs" in ASCII, so a store is recognisable as one.
@@ -68,11 +70,17 @@ STATUSES = ("pending", "done", "failed")
 LABELS = ("study", "dataset", "setting", "method", "variant", "replicate", "seed",
           "data_seed")
 # Task-level metrics (one value per task); *_se are the evaluator's standard errors.
-TASK_METRICS = ("accuracy", "accuracy_se", "balanced_accuracy", "brier", "nll", "ece",
-                "adaptive_ece", "aurc", "mean_predictive_entropy",
-                "mean_predictive_entropy_se", "mean_mutual_information",
-                "mean_mutual_information_se", "detection_auroc", "detection_auroc_se",
-                "num_draws", "converged", "eval_failed")
+TASK_METRICS: tuple[str, ...] = (
+    "accuracy", "accuracy_se", "balanced_accuracy", "brier", "nll", "ece", "adaptive_ece",
+    "aurc", "mean_predictive_entropy", "mean_predictive_entropy_se", "mean_mutual_information",
+    "mean_mutual_information_se", "detection_auroc", "detection_auroc_se", "num_draws",
+    "converged", "eval_failed")
+# Closeness to a reference posterior, with the study's [reference] only: each
+# fidelity headline and its Monte Carlo floor, and whether the reference passed its
+# gate. Added to stores made before them when a run opens one (NULL for old tasks).
+FIDELITY_METRICS = (*(f"{h.name}{suffix}" for h in headline.HEADLINE if h.needs_reference
+                      for suffix in ("", "_mc_floor")), "reference_gate_passed")
+TASK_METRICS = (*TASK_METRICS, *FIDELITY_METRICS)
 # Metrics per credible level.
 LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se",
                  "hcs_size", "hcs_proportion", "hcs_accuracy", "hcs_accuracy_se",
@@ -80,7 +88,12 @@ LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se
 # Wall times in the worker, and its CPU time for the task (CPU well below wall
 # time means the worker waited for a core: an oversubscribed machine).
 TIMINGS = ("started", "finished", "load_seconds", "fit_seconds", "eval_seconds",
-           "task_seconds", "cpu_seconds")
+           "task_seconds", "cpu_seconds", "reference_seconds", "fidelity_seconds")
+# Columns of ``tasks`` newer than the first stores of format 1: a run adds them to
+# an older store (ALTER TABLE ... ADD COLUMN, NULL for the tasks already there),
+# and load() reads NULL where a store lacks them, so format 1 stays readable both
+# ways (an older uqzoo selects its own columns and never sees these).
+_ADDED_COLUMNS = (*FIDELITY_METRICS, "reference_seconds", "fidelity_seconds")
 _JSON_COLUMNS = ("fit_config_json", "versions_json", "diagnostics_json", "warnings_json",
                  "report_json")
 
@@ -189,6 +202,8 @@ def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
         if version != SCHEMA_VERSION:
             raise FileFormatError(f"{what} {str(path)!r} has store format {version}; this "
                                   f"uqzoo reads format {SCHEMA_VERSION}")
+        if create:
+            _add_columns(con)
         con.execute("PRAGMA journal_mode = WAL")
         # FULL: each finished task is on disk when its commit returns (one fsync per
         # task of seconds: negligible), so even a power cut loses no finished task.
@@ -202,6 +217,19 @@ def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
         con.close()
         raise
     return con
+
+
+def _task_columns(con: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in con.execute("PRAGMA table_info(tasks)")}
+
+
+def _add_columns(con: sqlite3.Connection) -> None:
+    """Add the columns of :data:`_ADDED_COLUMNS` a store made before them lacks."""
+    missing = [c for c in _ADDED_COLUMNS if c not in _task_columns(con)]
+    if missing:
+        with _transaction(con):
+            for column in missing:
+                con.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL")
 
 
 @contextlib.contextmanager
@@ -421,7 +449,9 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
         ``hcs_proportion``, ``hcs_accuracy``, ``hcs_accuracy_se``,
         ``hcs_missed_targets``), then the task-level metrics repeated on each of
         the task's rows (``accuracy``, ``ece``, ``brier``, ``nll``, ...,
-        ``num_draws``, ``converged``), the timings (``fit_seconds``,
+        ``num_draws``, ``converged``; with a study's ``[reference]`` the
+        ``fidelity_<score>`` columns, each with ``_mc_floor``, and
+        ``reference_gate_passed``, else NaN / <NA>), the timings (``fit_seconds``,
         ``task_seconds``, ...), ``worker`` and ``error``. ``*_se`` columns
         are the evaluator's standard errors within one task; across replicates
         see :func:`uqzoo.study.summarize`.
@@ -447,7 +477,9 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
     con = open_for_reading(store)
     try:
         marks = ", ".join("?" * len(wanted))
-        cursor = con.execute(f"SELECT {', '.join(_TASK_COLUMNS)}, levels_blob FROM tasks "
+        present = _task_columns(con)        # a store older than a column reads it as NULL
+        selected = ", ".join(c if c in present else f"NULL AS {c}" for c in _TASK_COLUMNS)
+        cursor = con.execute(f"SELECT {selected}, levels_blob FROM tasks "
                              f"WHERE status IN ({marks}) ORDER BY rowid", wanted)
         tasks = pd.DataFrame.from_records(cursor.fetchall(),
                                           columns=[*_TASK_COLUMNS, "levels_blob"])
@@ -467,7 +499,7 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
     values[has] = packed
     for column in (*TASK_METRICS, *TIMINGS):
         tasks[column] = tasks[column].astype(np.float64)
-    for column in ("converged", "eval_failed"):
+    for column in ("converged", "eval_failed", "reference_gate_passed"):
         tasks[column] = tasks[column].map({1.0: True, 0.0: False}).astype("boolean")
     frame = tasks.take(owner).reset_index(drop=True)
     position = frame.columns.get_loc("attempts") + 1

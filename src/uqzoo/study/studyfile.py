@@ -25,6 +25,19 @@ the replicates::
     grid = { num_members = [5, 10] }
     label = "ensemble"                          # default: the name
 
+    [reference]                 # optional: closeness to the exact posterior per task
+    num_warmup = 1000           # HMC options (uqzoo.methods.hmc.Config) on top of
+    num_samples = 4000          # uqzoo.reference.REFERENCE_OPTIONS
+
+With ``[reference]`` (even empty: ``[reference]`` alone takes the defaults),
+every task also samples a reference posterior of its data with
+:func:`uqzoo.reference_posterior` -- seeded from the data setting and the
+replicate, so every method of one replicate is judged against the same
+reference, and a worker samples it once for all of them -- and scores its fit
+by :func:`uqzoo.fidelity` on the test split: one more metric per task
+(``fidelity_*`` columns of :func:`uqzoo.study.load`). Without the table nothing
+of it runs, and the tasks' ids are those of a study without it.
+
 ``options``/``config`` hold fixed values and ``grid`` lists the values to
 cross, so an option whose value is itself a list (``radius = [0.3, 3.0]``)
 is never mistaken for a grid. A data set's ``seed`` is not an option here:
@@ -58,7 +71,7 @@ __all__ = ["Study", "Task", "expand", "read_study"]
 
 DEFAULT_DELTA = 0.2
 
-_TOP_KEYS = ("study", "spec", "datasets", "methods")
+_TOP_KEYS = ("study", "spec", "datasets", "methods", "reference")
 _STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed")
 _ENTRY_KEYS = ("name", "label", "options", "grid")
 _METHOD_KEYS = ("name", "label", "config", "grid")
@@ -220,6 +233,25 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
             "prior_scale": float(made.prior_scale), "prior": made.prior}
 
 
+def _read_reference(raw: object, path: Path) -> dict[str, Any]:
+    """``[reference]``: HMC options on top of :data:`uqzoo.reference.REFERENCE_OPTIONS`,
+    built into an ``hmc.Config`` now (a bad one fails here), returned complete."""
+    from uqzoo import methods as registry
+    from uqzoo.reference import REFERENCE_OPTIONS
+
+    table = toml.normalise(toml.check_table(raw, path, "reference"), path, "reference")
+    types = _field_types(registry.get("hmc").Config)
+    toml.check_keys(table, tuple(types), path, "reference",
+                    "[reference] (the HMC options of the reference posterior)")
+    options = {**REFERENCE_OPTIONS,
+               **{k: _check_method_value(v, types[k]) for k, v in table.items()}}
+    try:
+        config = registry.make_config("hmc", **options)
+    except UqzooError as exc:
+        raise type(exc)(f"{toml.where(path, 'reference')}: {exc}") from None
+    return json.loads(_canonical(dataclasses.asdict(config)))
+
+
 # -- tasks ---------------------------------------------------------------------------------
 
 def _canonical(data: object) -> str:
@@ -264,7 +296,8 @@ class Task:
     config_json : str
         Canonical JSON of everything :func:`run_task` needs: ``dataset``
         (``name``, ``options``), ``method`` (``name``, ``config``), ``spec``,
-        ``levels``, ``delta``, ``replicate`` and the study ``seed``.
+        ``levels``, ``delta``, ``replicate``, the study ``seed`` and, with a
+        ``[reference]`` table, ``reference`` (its HMC options).
     """
 
     id: str
@@ -297,6 +330,22 @@ class Task:
         """A fresh copy of the task's configuration (see ``config_json``)."""
         return json.loads(self.config_json)
 
+    @property
+    def reference_seed(self) -> int | None:
+        """Seed of the task's reference posterior (None without ``[reference]``).
+
+        Derived from the data setting, the replicate, the study seed, the
+        network and the reference options, not from the method: every method of
+        one replicate is judged against the same reference, and an HMC task is
+        a second, independent run beside it.
+        """
+        config = self.config
+        if config.get("reference") is None:
+            return None
+        part = {key: config[key] for key in ("dataset", "replicate", "seed", "spec",
+                                             "reference")}
+        return _derive_seed("reference", _canonical(part))
+
     def __repr__(self) -> str:
         setting = f" [{self.setting}]" if self.setting else ""
         variant = f" [{self.variant}]" if self.variant else ""
@@ -320,6 +369,9 @@ class Study:
         ``hidden``, ``activation``, ``prior_scale``, ``prior``.
     source : str
         The file's text, kept in the store beside the results.
+    reference : dict or None
+        The ``[reference]`` table's HMC options, complete (defaults filled in);
+        None: no fidelity.
     """
 
     path: Path
@@ -333,6 +385,7 @@ class Study:
     datasets: tuple[_Entry, ...]
     methods: tuple[_Entry, ...]
     source: str
+    reference: dict[str, Any] | None = None
 
     @property
     def sha256(self) -> str:
@@ -358,6 +411,8 @@ class Study:
                                 "delta": self.delta, "replicate": replicate,
                                 "seed": self.seed,
                             }
+                            if self.reference is not None:
+                                full["reference"] = self.reference
                             task = Task.from_config(
                                 full, study=self.name, dataset=data_entry.label,
                                 setting=setting, method=method_entry.label, variant=variant)
@@ -443,6 +498,7 @@ def read_study(path: str | os.PathLike) -> Study:
     levels = toml.read_levels(head.get("levels", list(DEFAULT_LEVELS)), path, "study.levels")
     delta = toml.read_delta(head.get("delta", DEFAULT_DELTA), path, "study.delta")
     spec = _read_spec(raw.get("spec", {}), path)
+    reference = _read_reference(raw["reference"], path) if "reference" in raw else None
     entries: dict[str, tuple[_Entry, ...]] = {}
     for kind in ("datasets", "methods"):
         items = raw.get(kind)
@@ -458,7 +514,8 @@ def read_study(path: str | os.PathLike) -> Study:
         entries[kind] = tuple(_read_entry(item, kind, i, path) for i, item in enumerate(items))
     study = Study(path=path, name=name, description=description, replicates=replicates,
                   levels=levels, delta=delta, seed=seed, spec=spec,
-                  datasets=entries["datasets"], methods=entries["methods"], source=text)
+                  datasets=entries["datasets"], methods=entries["methods"], source=text,
+                  reference=reference)
     study.tasks()                     # two entries giving one task fail here, not later
     return study
 
