@@ -88,6 +88,8 @@ def no_truth(data):
 
 
 def run(data, methods=("hmc", "ensemble"), **kwargs):
+    # the stand-ins' network: a saved reference must be of the comparison's network
+    kwargs.setdefault("spec", uz.MLPSpec(data.n_features, data.n_classes, hidden=()))
     return uz.compare(data, list(methods), levels=(0.8,), progress_bar=False, **kwargs)
 
 
@@ -158,6 +160,13 @@ def test_bad_reference_names_the_argument_and_what_is_allowed(stand_ins, data, r
                                                               error, fragment):
     with pytest.raises(error, match=fragment):
         run(data, ["ensemble"], reference=reference)
+
+
+def test_reference_of_another_network_is_refused(stand_ins, data):
+    with pytest.raises(InvalidInputError, match=r"reference=a Posterior is refused: it is a "
+                                                r"posterior of MLPSpec\(.*hidden=\(\)"):
+        run(data, ["ensemble"], reference=as_reference(hmc_stand_in(data), data),
+            spec=uz.MLPSpec(data.n_features, 2, hidden=(4,)))
 
 
 def test_an_ordinary_hmc_fit_is_no_saved_reference(stand_ins, data):
@@ -344,7 +353,7 @@ def test_cli_reference_of_other_data_exits_2(stand_ins, tmp_path, capsys):
     other = uz.datasets.load("gaussian-mixture", p=2, n_train=100, n_test=60, seed=1)
     path = tmp_path / "other.nc"
     as_reference(hmc_stand_in(other), other).save(path)
-    assert main(["compare", *SMALL, "--methods", "ensemble", "--no-progress",
+    assert main(["compare", *SMALL, "--methods", "ensemble", "--no-progress", "--hidden", "",
                  "--reference", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "is refused: reference belongs to other training data" in err

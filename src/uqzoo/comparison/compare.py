@@ -498,7 +498,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     fit_data, calibration, recalibration = _calibration_split(data, recalibrate, seed)
     # A saved reference is loaded and checked against the training data now, not
     # after the fits.
-    given_reference, reference_source = _reference_request(reference, names, fit_data,
+    given_reference, reference_source = _reference_request(reference, names, fit_data, spec,
                                                            recalibration is not None)
 
     rows, reports, posteriors = [], {}, {}
@@ -606,7 +606,7 @@ _REFERENCE_ALLOWED = ("None, 'hmc' (the comparison's own HMC fit), the path of a
 
 
 def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
-                       recalibrated: bool) -> tuple[Any, str | None]:
+                       spec: MLPSpec, recalibrated: bool) -> tuple[Any, str | None]:
     """(the reference posterior or None, its source) -- ``"hmc"``: made after the HMC fit.
 
     A saved or given reference is checked against the training data here, before
@@ -649,6 +649,12 @@ def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
         raise InvalidInputError(f"reference={shown} is refused: {exc}{hint}; allowed: "
                                 f"{_REFERENCE_ALLOWED}, sampled on this comparison's "
                                 f"training data") from None
+    if post.spec != spec:
+        # the exact posterior of another network or prior is not what the methods approximate
+        raise InvalidInputError(
+            f"reference={shown} is refused: it is a posterior of {post.spec}, the comparison "
+            f"fits {spec}; pass spec= the reference's network, or sample a reference of this "
+            f"one (uqzoo reference with the same --hidden, --activation, --prior-scale)")
     return post, source
 
 
