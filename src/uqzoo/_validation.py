@@ -202,12 +202,7 @@ def as_float_matrix(X: object, name: str, *, n_features: int | None = None,
 def as_labels(y: object, name: str, n_classes: int | None = None,
               n_rows: int | None = None) -> np.ndarray:
     """Return labels as an int64 (N,) array with values in 0..n_classes-1."""
-    if isinstance(y, (str, bytes, dict)) or y is None:
-        raise InvalidTypeError(f"{name} must be a 1-D integer array, got {_show(y)}")
-    try:
-        arr = np.asarray(y)
-    except Exception as exc:
-        raise InvalidTypeError(f"{name} must be a 1-D integer array, got {_show(y)}") from exc
+    arr = as_array(y, name, "a 1-D integer array")
     if arr.ndim != 1:
         raise InvalidInputError(f"{name} must be 1-D, got shape {arr.shape}")
     if n_rows is not None and arr.shape[0] != n_rows:
@@ -238,12 +233,7 @@ def as_probabilities(p: object, name: str, *, n_rows: int | None = None,
 
     ``ndim`` is 2 for (N, K) probabilities and 3 for (S, N, K) draws.
     """
-    if isinstance(p, (str, bytes, dict)) or p is None:
-        raise InvalidTypeError(f"{name} must be a numeric array, got {_show(p)}")
-    try:
-        arr = np.asarray(p)
-    except Exception as exc:
-        raise InvalidTypeError(f"{name} must be a numeric array, got {_show(p)}") from exc
+    arr = as_array(p, name, "a numeric array")
     if not np.issubdtype(arr.dtype, np.floating) and not np.issubdtype(arr.dtype, np.integer):
         raise InvalidTypeError(f"{name} must have a real dtype, got dtype {arr.dtype}")
     shape_text = "(N, K)" if ndim == 2 else "(S, N, K)"

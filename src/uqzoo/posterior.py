@@ -262,6 +262,21 @@ class Posterior:
                 f"seed={self.seed}{flag}{recal})")
 
 
+def check_anchored(posterior: object, method: str, needs: str) -> Posterior:
+    """``posterior`` as a :class:`Posterior` of ``method`` that carries its anchor.
+
+    For functions that work from the point a method's draws were built around
+    (Laplace's MAP, MC dropout's trained weights); ``needs`` says in the error
+    what the anchor is needed for.
+    """
+    if not isinstance(posterior, Posterior) or posterior.method != method:
+        raise InvalidTypeError(f"posterior must be a Posterior of method {method!r}, "
+                               f"got {posterior!r}")
+    if posterior.anchor is None:
+        raise InvalidInputError(f"posterior has no anchor: {needs}")
+    return posterior
+
+
 def load_posterior(path: str | os.PathLike) -> Posterior:
     """Read a posterior written by :meth:`Posterior.save`.
 

@@ -642,6 +642,9 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
 
     Examples
     --------
+    Two members of a one-hidden-layer network trained side by side for 20 epochs on a
+    linearly separable problem:
+
     >>> import numpy as np, uqzoo as uz
     >>> from uqzoo.methods import _trainer
     >>> rng = np.random.default_rng(0)
@@ -844,6 +847,9 @@ def convergence(result: TrainResult, config: OptimizerConfig, what: str = "membe
 
     Examples
     --------
+    A plateau window (100 epochs) longer than the whole run (50) cannot have been
+    reached:
+
     >>> import numpy as np, uqzoo as uz
     >>> from uqzoo.methods import _trainer
     >>> rng = np.random.default_rng(0)

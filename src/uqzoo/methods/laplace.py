@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from uqzoo._validation import as_float_matrix, check_choice
-from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.errors import InvalidInputError
 from uqzoo.methods import _config, _trainer
 from uqzoo.methods._config import (
     MAX_MATRIX_ELEMENTS,
@@ -59,7 +59,7 @@ from uqzoo.methods._config import (
     config_dict,
 )
 from uqzoo.nets import torch as tnet
-from uqzoo.posterior import Posterior
+from uqzoo.posterior import Posterior, check_anchored
 from uqzoo.spec import MLPSpec
 
 __all__ = [
@@ -553,12 +553,7 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
     """
     from scipy.linalg import solve_triangular
 
-    if not isinstance(posterior, Posterior) or posterior.method != "laplace":
-        raise InvalidTypeError(f"posterior must be a Posterior of method 'laplace', "
-                               f"got {posterior!r}")
-    if posterior.anchor is None:
-        raise InvalidInputError("posterior has no anchor: probit_mean needs the MAP it was "
-                                "built around")
+    check_anchored(posterior, "laplace", "probit_mean needs the MAP it was built around")
     spec = posterior.spec
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     precision = np.asarray(posterior.diagnostics["posterior_precision"], dtype=np.float64)

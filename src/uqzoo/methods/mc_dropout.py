@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 
 from uqzoo._validation import as_float_matrix, check_float, check_int, check_seed
-from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.errors import InvalidInputError
 from uqzoo.methods import _trainer
 from uqzoo.methods._config import (
     FreeDraws,
@@ -39,7 +39,7 @@ from uqzoo.methods._config import (
     check_training_sizes,
     config_dict,
 )
-from uqzoo.posterior import Posterior
+from uqzoo.posterior import Posterior, check_anchored
 from uqzoo.spec import MLPSpec
 
 __all__ = ["Config", "fit", "fold_masks", "per_row_proba_draws"]
@@ -207,12 +207,7 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
 
     from uqzoo.nets import torch as tnet
 
-    if not isinstance(posterior, Posterior) or posterior.method != "mc_dropout":
-        raise InvalidTypeError(
-            f"posterior must be a Posterior of method 'mc_dropout', got {posterior!r}")
-    if posterior.anchor is None:
-        raise InvalidInputError("posterior has no anchor: per-row masks need the trained "
-                                "weights")
+    check_anchored(posterior, "mc_dropout", "per-row masks need the trained weights")
     spec = posterior.spec
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     num = posterior.num_draws if num_samples is None else check_int(

@@ -380,6 +380,8 @@ def calibration_bins(probs: object, y: object, n_bins: int = 15, *,
 
     Examples
     --------
+    All three top-label confidences (0.9, 0.7, 0.6) fall in the upper of two bins:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
     >>> uz.metrics.calibration_bins(p, [1, 0, 0], n_bins=2).count
@@ -440,6 +442,9 @@ def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
 
     Examples
     --------
+    The three points share the upper of two bins (confidence 0.733, accuracy 2/3); a
+    frequency weight counts a row that many times:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
     >>> round(uz.metrics.ece(p, [1, 0, 0], n_bins=2), 6)
@@ -456,10 +461,17 @@ def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
     Guo, C., Pleiss, G., Sun, Y., Weinberger, K. Q. (2017). On calibration of
     modern neural networks. ICML.
     """
+    return _binned_error(0, probs, y, n_bins, confidence, binning, sample_weight)
+
+
+def _binned_error(which: int, probs: object, y: object, n_bins: object, confidence: object,
+                  binning: object, sample_weight: object) -> float | np.ndarray:
+    """ECE (0), MCE (1) or RMSCE (2) of :meth:`CalibrationBins.errors`, weighted or not."""
     if sample_weight is not None:
-        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[0]
+        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[which]
         return unstack(values, sample_weight)
-    return calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning).errors()[0]
+    bins = calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning)
+    return bins.errors()[which]
 
 
 def mce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_label",
@@ -471,15 +483,15 @@ def mce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
 
     Examples
     --------
+    In ten bins the three points fall alone, with errors 0.1, 0.7 and 0.4: ECE
+    averages them, MCE keeps the largest.
+
     >>> import numpy as np, uqzoo as uz
-    >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
-    >>> round(uz.metrics.mce(p, [1, 0, 0], n_bins=2), 6)
-    0.066667
+    >>> p, y = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]]), [1, 0, 0]
+    >>> round(uz.metrics.ece(p, y, n_bins=10), 6), round(uz.metrics.mce(p, y, n_bins=10), 6)
+    (0.4, 0.7)
     """
-    if sample_weight is not None:
-        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[1]
-        return unstack(values, sample_weight)
-    return calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning).errors()[1]
+    return _binned_error(1, probs, y, n_bins, confidence, binning, sample_weight)
 
 
 def rmsce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_label",
@@ -490,15 +502,14 @@ def rmsce(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_
 
     Examples
     --------
+    Bin errors 0.1, 0.7 and 0.4 (see :func:`mce`) give sqrt((0.01 + 0.49 + 0.16) / 3):
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
-    >>> round(uz.metrics.rmsce(p, [1, 0, 0], n_bins=2), 6)
-    0.066667
+    >>> round(uz.metrics.rmsce(p, [1, 0, 0], n_bins=10), 6)
+    0.469042
     """
-    if sample_weight is not None:
-        values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[2]
-        return unstack(values, sample_weight)
-    return calibration_bins(probs, y, n_bins, confidence=confidence, binning=binning).errors()[2]
+    return _binned_error(2, probs, y, n_bins, confidence, binning, sample_weight)
 
 
 def classwise_bins(p: np.ndarray, labels: np.ndarray, n_bins: int
@@ -547,6 +558,9 @@ def classwise_ece(probs: object, y: object, n_bins: int = 15, *,
 
     Examples
     --------
+    Each class's probabilities binned on their own, the errors averaged over the
+    classes; (R, N) weights give R values:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
     >>> round(uz.metrics.classwise_ece(p, [1, 0, 0], n_bins=2), 6)
@@ -689,6 +703,8 @@ def adaptive_binning(probs: object, y: object, *, z: float = 1.645,
 
     Examples
     --------
+    Labels drawn from the probabilities themselves, so the forecasts are calibrated:
+
     >>> import numpy as np, uqzoo as uz
     >>> rng = np.random.default_rng(0)
     >>> p1 = rng.uniform(size=2000); p = np.stack([1 - p1, p1], axis=1)
@@ -814,10 +830,13 @@ def adaptive_mce(probs: object, y: object, *, z: float = 1.645,
 
     Examples
     --------
+    Three points are too few to split, so the one bin's error is both the mean and the
+    maximum:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.1, 0.9], [0.3, 0.7], [0.6, 0.4]])
-    >>> round(uz.metrics.adaptive_mce(p, [1, 0, 0]), 6)
-    0.066667
+    >>> uz.metrics.adaptive_mce(p, [1, 0, 0]) == uz.metrics.adaptive_ece(p, [1, 0, 0])
+    True
     """
     return adaptive_binning(probs, y, z=z, confidence=confidence).mce
 
@@ -856,17 +875,9 @@ def brier(probs: object, y: object, *, sample_weight: object = None) -> float | 
     Brier, G. W. (1950). Verification of forecasts expressed in terms of
     probability. Monthly Weather Review 78(1).
     """
-    if sample_weight is not None:
-        p, labels = check_probs_and_labels(probs, y)
-        W = check_sample_weight(sample_weight, p.shape[0])
-        return unstack(weighted_mean(np.clip(brier_per_point(p, labels), 0.0, 2.0), W),
-                       sample_weight)
-    total = FixedPointSums(1, exponent=1)                          # values in [0, 2]
-    n = 0
-    for p, labels in validated_blocks(probs, y):
-        total.add(np.clip(brier_per_point(p, labels), 0.0, 2.0))
-        n += p.shape[0]
-    return float(total.values()[0] / n)
+    def clipped(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        return np.clip(brier_per_point(p, labels), 0.0, 2.0)     # rounding stays in [0, 2]
+    return _mean_per_point(clipped, probs, y, sample_weight, exponent=1)
 
 
 def nll_per_point(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -884,10 +895,9 @@ def nll(probs: object, y: object, *, sample_weight: object = None) -> float | np
 
     Parameters
     ----------
-    probs : array of shape (N, K)
-    y : array of shape (N,)
-    sample_weight : array of shape (N,) or (R, N), optional
-        Frequency weights: the weighted mean. Leading axes are replicates.
+    probs, y, sample_weight
+        As :func:`brier`: (N, K) probabilities, (N,) labels, (N,) or (R, N)
+        frequency weights.
 
     Returns
     -------
@@ -899,14 +909,25 @@ def nll(probs: object, y: object, *, sample_weight: object = None) -> float | np
     >>> round(uz.metrics.nll(np.array([[0.5, 0.5], [0.9, 0.1]]), [1, 0]), 6)
     0.399254
     """
+    return _mean_per_point(nll_per_point, probs, y, sample_weight, exponent=6)  # [0, 36.1]
+
+
+def _mean_per_point(per_point, probs: object, y: object, sample_weight: object, *,
+                    exponent: int) -> float | np.ndarray:
+    """The (weighted) mean of ``per_point(p, labels)`` over the rows.
+
+    Unweighted, it streams over validated blocks into fixed-point sums, so the
+    value does not depend on the block size; values must stay below
+    2**``exponent``.
+    """
     if sample_weight is not None:
         p, labels = check_probs_and_labels(probs, y)
         W = check_sample_weight(sample_weight, p.shape[0])
-        return unstack(weighted_mean(nll_per_point(p, labels), W), sample_weight)
-    total = FixedPointSums(1, exponent=6)                          # values in [0, 36.1]
+        return unstack(weighted_mean(per_point(p, labels), W), sample_weight)
+    total = FixedPointSums(1, exponent=exponent)
     n = 0
     for p, labels in validated_blocks(probs, y):
-        total.add(nll_per_point(p, labels))
+        total.add(per_point(p, labels))
         n += p.shape[0]
     return float(total.values()[0] / n)
 

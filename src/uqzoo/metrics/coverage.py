@@ -91,6 +91,8 @@ def coverage(lower: object, upper: object, p_true: object) -> CoverageResult:
 
     Examples
     --------
+    Each class's true probability lies in one of its two intervals:
+
     >>> import numpy as np, uqzoo as uz
     >>> lower = np.array([[0.1, 0.5], [0.6, 0.1]]); upper = lower + 0.3
     >>> p_true = np.array([[0.3, 0.7], [0.5, 0.5]])
@@ -128,6 +130,8 @@ def interval_width(lower: object, upper: object) -> IntervalWidth:
 
     Examples
     --------
+    One point's two intervals, 0.2 and 0.4 wide:
+
     >>> import numpy as np, uqzoo as uz
     >>> uz.metrics.interval_width(np.array([[0.1, 0.5]]), np.array([[0.3, 0.9]])).per_class
     array([0.2, 0.4])

@@ -167,6 +167,9 @@ def high_confidence_set(lower: object, upper: object, delta: float = 0.2,
 
     Examples
     --------
+    The first point is confidently not a target (u < δ), the second confidently one (l >
+    1 − δ), the third neither (-1):
+
     >>> import numpy as np, uqzoo as uz
     >>> lower = np.array([[0.85, 0.05], [0.02, 0.9], [0.5, 0.3]])
     >>> upper = np.array([[0.95, 0.15], [0.1, 0.98], [0.7, 0.5]])
@@ -209,6 +212,9 @@ def hcs_summary(hcs: HighConfidenceSet, y: object) -> HCSSummary:
 
     Examples
     --------
+    Two points enter the set and one is right (the second is called a target but is
+    not); no target is confidently dismissed:
+
     >>> import numpy as np, uqzoo as uz
     >>> lower = np.array([[0.85, 0.05], [0.02, 0.9], [0.5, 0.3]])
     >>> hcs = uz.metrics.high_confidence_set(lower, lower + 0.08)

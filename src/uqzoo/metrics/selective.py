@@ -124,6 +124,9 @@ def risk_coverage_curve(probs: object, y: object, *, confidence: object = None
 
     Examples
     --------
+    Four points, errors at the second and third most confident; the risk among the kept
+    points as coverage grows from the most confident point:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> uz.metrics.risk_coverage_curve(p, [0, 1, 0, 0]).risk
@@ -224,10 +227,9 @@ def aurc(probs: object, y: object, *, confidence: object = None,
 
     Parameters
     ----------
-    probs : array of shape (N, K)
-    y : array of shape (N,)
-    confidence : array of shape (N,), optional
-        Ranking score, higher = more confident; default max_k p_k.
+    probs, y, confidence
+        (N, K) probabilities, (N,) labels and an optional (N,) ranking score, as
+        :func:`risk_coverage_curve`.
     method : {"trapezoid", "mean_over_k"}
         ``"trapezoid"`` (default): tie-aware -- points with equal confidence
         are rejected together -- and integrated by the trapezoid rule over
@@ -246,6 +248,9 @@ def aurc(probs: object, y: object, *, confidence: object = None,
 
     Examples
     --------
+    The same four points: the area under that curve. A frequency weight counts a row
+    that many times:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> round(uz.metrics.aurc(p, [0, 1, 0, 0]), 6)
@@ -305,6 +310,9 @@ def eaurc(probs: object, y: object, *, confidence: object = None,
 
     Examples
     --------
+    The same four points: an oracle ranking both errors last would score 0.145833; the
+    excess is what this ranking costs:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> round(uz.metrics.eaurc(p, [0, 1, 0, 0]), 6)
@@ -399,10 +407,8 @@ def auarc(probs: object, y: object, *, confidence: object = None,
 
     Parameters
     ----------
-    probs : array of shape (N, K)
-    y : array of shape (N,)
-    confidence : array of shape (N,), optional
-        Ranking score, higher = more confident; default max_k p_k.
+    probs, y, confidence
+        As :func:`aurc`.
     x_axis : {"k_over_kmax", "k_over_n"}
         ``"k_over_kmax"`` (default): x = k / k_max, so the curve runs from 0
         to exactly 1 -- the published benchmark code of Mehrtens et al.
@@ -424,6 +430,9 @@ def auarc(probs: object, y: object, *, confidence: object = None,
 
     Examples
     --------
+    Balanced accuracy as the least confident points are rejected, on each of the two x
+    axes:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> round(uz.metrics.auarc(p, [0, 1, 0, 0]), 6)
@@ -494,6 +503,9 @@ def misclassification_auroc(probs: object, y: object, *, confidence: object = No
 
     Examples
     --------
+    The correct points have confidences 0.9 and 0.6, the errors 0.8 and 0.7: half the
+    (correct, error) pairs are ranked right:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])
     >>> round(uz.metrics.misclassification_auroc(p, [0, 1, 0, 0]), 6)
@@ -520,6 +532,8 @@ def accuracy(probs: object, y: object, *, sample_weight: object = None) -> float
 
     Examples
     --------
+    One of two points is right; weighting the right one 3 to 1:
+
     >>> import numpy as np, uqzoo as uz
     >>> uz.metrics.accuracy(np.array([[0.9, 0.1], [0.4, 0.6]]), [0, 0])
     0.5
@@ -556,6 +570,8 @@ def balanced_accuracy(probs: object, y: object, *, sample_weight: object = None
 
     Examples
     --------
+    Class 0 recalled fully, class 1 half; weights change the recall of class 1:
+
     >>> import numpy as np, uqzoo as uz
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.4, 0.6]])
     >>> uz.metrics.balanced_accuracy(p, [0, 1, 1])

@@ -39,6 +39,8 @@ def predictive_entropy(probs: object) -> np.ndarray:
 
     Examples
     --------
+    An even split carries ln 2 nats, a certain prediction none:
+
     >>> import numpy as np, uqzoo as uz
     >>> uz.metrics.predictive_entropy(np.array([[0.5, 0.5], [1.0, 0.0]]))
     array([0.69314718, 0.        ])
@@ -55,6 +57,8 @@ def expected_entropy(draws: object) -> np.ndarray:
 
     Examples
     --------
+    Two confident draws that disagree: each draw is certain, so the aleatoric part is 0:
+
     >>> import numpy as np, uqzoo as uz
     >>> d = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])
     >>> uz.metrics.expected_entropy(d)
@@ -76,6 +80,8 @@ def mutual_information(draws: object) -> np.ndarray:
 
     Examples
     --------
+    The same two draws: all of the uncertainty is epistemic, ln 2 nats:
+
     >>> import numpy as np, uqzoo as uz
     >>> d = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])
     >>> uz.metrics.mutual_information(d)
