@@ -566,14 +566,13 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
 
     Parameters
     ----------
-    spec : MLPSpec
-    draws : dict of arrays
-        Parameter draws in the shared layout, each with a leading S axis.
-    X : array of shape (N, D)
+    spec, draws, X
+        The network, its S parameter draws (shared layout, leading S axis) and
+        the (N, D) points, as :func:`proba_draws`.
     levels : sequence of float in (0, 1)
         Credible levels of the equal-tailed intervals, all computed in one pass.
     anchor : dict of arrays, optional
-        Linearise the network around these parameters (Laplace "glm").
+        As :func:`proba_draws` (Laplace "glm").
     chunk_size : int, optional
         Rows per chunk. Memory is O(S × chunk_size × K) per worker.
     interval : {"equal_tailed", "order_statistic"}
@@ -589,8 +588,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     progress_bar : bool
         Show a tqdm bar over chunks.
     logit_transform : LogitTransform, optional
-        Applied to every draw's logits before the sigmoid or softmax
-        (recalibration, :func:`uqzoo.recalibrate`).
+        As :func:`proba_draws`.
 
     Returns
     -------

@@ -87,8 +87,10 @@ def coverage_plot(summary: pd.DataFrame) -> Figure:
     -------
     matplotlib.figure.Figure
 
-    Example
-    -------
+    Examples
+    --------
+    One method's coverage at two levels, as summarize's table gives it:
+
     >>> import pandas as pd
     >>> from uqzoo.study import plots
     >>> summary = pd.DataFrame({"dataset": "sim", "setting": "", "method": "laplace",
@@ -127,8 +129,10 @@ def width_coverage_plot(summary: pd.DataFrame) -> Figure:
     Narrow and covering (bottom right, on each level's nominal line) is best;
     the dotted verticals are the nominal levels.
 
-    Example
-    -------
+    Examples
+    --------
+    The same method with its interval widths:
+
     >>> import pandas as pd
     >>> from uqzoo.study import plots
     >>> summary = pd.DataFrame({"dataset": "sim", "setting": "", "method": "laplace",
@@ -180,8 +184,8 @@ def metric_plot(summary: pd.DataFrame, metric: str = "ece", *,
         ``hcs_proportion``); default: the first level. Task-level metrics are
         the same at every level.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import pandas as pd
     >>> from uqzoo.study import plots
     >>> summary = pd.DataFrame({"dataset": "sim", "setting": ["a", "b"],
