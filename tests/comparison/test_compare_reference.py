@@ -123,6 +123,8 @@ def test_reference_hmc_gives_fidelity_columns_and_hmc_is_exact_to_itself(stand_i
     # with known truth the interval score still ranks, and hmc is ranked
     assert result.scores[0].metric == "interval_score"
     assert "hmc" in result.scores[0].methods
+    assert any("passed the reference gate" in s and "the interval score ranks" in s
+               for s in verdict(result).sentences)
 
 
 def test_without_reference_no_fidelity_columns(stand_ins, data, no_other_figures):
@@ -362,7 +364,7 @@ def test_cli_reference_of_other_data_exits_2(stand_ins, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_real_short_hmc_is_its_own_exact_reference_and_fails_the_gate():
-    data = uz.datasets.load("sim-teacher", n_train=100, n_test=40, p=2, seed=0)
+    data = uz.datasets.load("gaussian-mixture", p=2, n_train=100, n_test=40, seed=0)
     spec = uz.MLPSpec(2, 2, hidden=(3,))
     result = uz.compare(dataclasses.replace(data, p_true_test=None), ["hmc", "laplace"],
                         spec=spec, levels=(0.8,), num_draws=100, progress_bar=False,

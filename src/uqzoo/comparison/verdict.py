@@ -568,8 +568,10 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
             f"{reference.gate.ess_bulk_min:.0f}, tail ESS ≥ {reference.gate.ess_tail_min:.0f})")
     if by_fidelity:
         return [text + "; the methods are ranked by it (the fidelity_* columns)."]
-    return [text + "; with known true probabilities the interval score ranks, and the "
-            "fidelity_* columns say how close each method comes to the exact posterior."]
+    if any(r.metric == "interval_score" for r in rankings):
+        return [text + "; with known true probabilities the interval score ranks, and the "
+                "fidelity_* columns say how close each method comes to the exact posterior."]
+    return [text + "; no fit besides the reference itself is left to rank by it."]
 
 
 def _recalibration_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
