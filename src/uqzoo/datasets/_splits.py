@@ -12,18 +12,8 @@ band* of the test region removes most of that leak.
 All functions work on a *class-code image*: an int array of shape (H, W)
 holding each labelled pixel's class 0..K-1 and -1 for unlabelled pixels.
 
-References
-----------
-Hänsch, R., Ley, A., Hellwich, O. (2017). Correct and still wrong: the
-relationship between sampling strategies and the estimation of the
-generalization error. IGARSS 2017, 3672–3675.
-
-Lange, J., Cavallaro, G., Götz, M., Erlingsson, E., Riedel, M. (2018). The
-influence of sampling methods on pixel-wise hyperspectral image classification
-with 3D convolutional neural networks. IGARSS 2018, 2087–2090.
-
-Nalepa, J., Myller, M., Kawulok, M. (2019). Validating hyperspectral image
-segmentation. IEEE Geoscience and Remote Sensing Letters 16(8), 1264–1268.
+The references are listed in :func:`uqzoo.datasets.from_hsi`, the public
+entry to these splits.
 """
 
 from __future__ import annotations
@@ -194,11 +184,8 @@ def stratified_test_mask(codes: np.ndarray, test_size: float, seed: int, guard: 
 
     Parameters
     ----------
-    codes : int array of shape (H, W)
-        Class 0..K-1 of each labelled pixel, -1 for unlabelled.
-    test_size : float in (0, 1)
-        Target share of each class's pixels held out.
-    seed : int
+    codes, test_size, seed
+        As :func:`blocked_test_mask`.
     guard : int >= 0
 
     Returns

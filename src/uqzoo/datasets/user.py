@@ -917,6 +917,8 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
 
     Example
     -------
+    A 20 × 20 noise scene with two target patches, split into whole blocks:
+
     >>> import numpy as np, uqzoo as uz
     >>> cube = np.random.default_rng(0).normal(size=(20, 20, 5))
     >>> mask = np.zeros((20, 20), bool); mask[2:5, 2:5] = mask[13:17, 12:16] = True
@@ -932,7 +934,10 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
 
     Lange, J., Cavallaro, G., Götz, M., Erlingsson, E., Riedel, M. (2018). The
     influence of sampling methods on pixel-wise hyperspectral image
-    classification with 3D convolutional neural networks. IGARSS 2018.
+    classification with 3D convolutional neural networks. IGARSS 2018, 2087–2090.
+
+    Nalepa, J., Myller, M., Kawulok, M. (2019). Validating hyperspectral image
+    segmentation. IEEE Geoscience and Remote Sensing Letters 16(8), 1264–1268.
     """
     split = check_choice(split, "split", SPLITS)
     seed = check_seed(seed)
