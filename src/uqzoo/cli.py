@@ -591,6 +591,14 @@ def _save_plots(reports, data, out: Path, comparison=None) -> None:
             # One figure per metric: clean and mean ± sd under each perturbation.
             fig = plots.shift_errorbars(reports, key)
             fig.savefig(out / f"shift_{key}.png", dpi=120)
+    if comparison is not None and comparison.fidelity:
+        # Closeness to the reference, per method but the reference's own row.
+        reference = comparison.settings.reference
+        shown = {n: f for n, f in comparison.fidelity.items() if n != reference.row}
+        for name, fid in shown.items():
+            plots.fidelity_plot(fid).savefig(out / f"fidelity_{name}.png", dpi=120)
+        if shown and mapped:
+            plots.fidelity_maps(shown, data).savefig(out / "fidelity_maps.png", dpi=120)
 
 
 def _cmd_fit(args) -> int:

@@ -340,6 +340,16 @@ def test_cli_reference_flag_prints_closeness(stand_ins, capsys):
     assert "Closeness to the exact posterior is measured against" in printed   # the verdict
 
 
+def test_cli_out_saves_the_closeness_figures(stand_ins, data, tmp_path):
+    from uqzoo.cli import _save_plots
+
+    result = run(data, reference="hmc")
+    _save_plots(result.reports, data, tmp_path, comparison=result)
+    assert (tmp_path / "fidelity_ensemble.png").stat().st_size > 0
+    assert not (tmp_path / "fidelity_hmc.png").exists()       # the reference itself
+    assert not (tmp_path / "fidelity_maps.png").exists()      # not a scene
+
+
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["--reference", "nowhere.nc"], "--reference must be 'hmc' or the path of a reference"),
     (["--methods", "ensemble", "--reference", "hmc"], "--reference hmc uses the comparison's "
