@@ -766,7 +766,8 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="also score every method's closeness to the exact posterior: a "
                         "reference written by `uqzoo reference --out PATH` on the same data, "
                         "or 'hmc' (the comparison's own HMC fit: not independent of the hmc "
-                        "row, and a reference only if it passes the gate)")
+                        "row, and a reference only if it passes the gate, which the quick "
+                        "settings' 2 chains never do: add --full or --set hmc.num_chains=4)")
     p.add_argument("--config", metavar="FILE.toml",
                    help="the whole run from a config file (see uqzoo.comparison.config); "
                         "--out DIR writes the resolved one as DIR/config.toml")
