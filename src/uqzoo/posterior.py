@@ -262,8 +262,8 @@ class Posterior:
                 f"seed={self.seed}{flag}{recal})")
 
 
-def check_anchored(posterior: object, method: str, needs: str) -> Posterior:
-    """``posterior`` as a :class:`Posterior` of ``method`` that carries its anchor.
+def check_anchored(posterior: object, method: str, needs: str) -> Mapping[str, np.ndarray]:
+    """The anchor of ``posterior``, which must be a :class:`Posterior` of ``method``.
 
     For functions that work from the point a method's draws were built around
     (Laplace's MAP, MC dropout's trained weights); ``needs`` says in the error
@@ -274,7 +274,7 @@ def check_anchored(posterior: object, method: str, needs: str) -> Posterior:
                                f"got {posterior!r}")
     if posterior.anchor is None:
         raise InvalidInputError(f"posterior has no anchor: {needs}")
-    return posterior
+    return posterior.anchor
 
 
 def load_posterior(path: str | os.PathLike) -> Posterior:

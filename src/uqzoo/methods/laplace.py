@@ -553,12 +553,12 @@ def probit_mean(posterior: Posterior, X: object) -> np.ndarray:
     """
     from scipy.linalg import solve_triangular
 
-    check_anchored(posterior, "laplace", "probit_mean needs the MAP it was built around")
+    anchor = check_anchored(posterior, "laplace", "probit_mean needs the MAP it was built around")
     spec = posterior.spec
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     precision = np.asarray(posterior.diagnostics["posterior_precision"], dtype=np.float64)
     index = np.asarray(posterior.diagnostics["subset_index"], dtype=np.int64)
-    flat = spec.flatten({k: v.astype(np.float64) for k, v in posterior.anchor.items()})
+    flat = spec.flatten({k: v.astype(np.float64) for k, v in anchor.items()})
     if index.size != (precision.shape[0]):
         raise InvalidInputError("posterior_precision and subset_index disagree in size")
     params = _tensors(spec, flat)

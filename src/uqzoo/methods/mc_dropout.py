@@ -207,13 +207,13 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
 
     from uqzoo.nets import torch as tnet
 
-    check_anchored(posterior, "mc_dropout", "per-row masks need the trained weights")
+    anchor = check_anchored(posterior, "mc_dropout", "per-row masks need the trained weights")
     spec = posterior.spec
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     num = posterior.num_draws if num_samples is None else check_int(
         num_samples, "num_samples", minimum=1)
     rate = float(posterior.diagnostics["dropout_rate"])
-    params = tnet.to_tensors({k: np.array(v) for k, v in posterior.anchor.items()})
+    params = tnet.to_tensors({k: np.array(v) for k, v in anchor.items()})
     generator = torch.Generator().manual_seed(check_seed(seed))
     out = np.empty((num, X.shape[0], spec.n_classes), dtype=np.float32)
     # Chunk rows so each layer's (S, chunk, width) mask stays near 32 Mi elements (all

@@ -464,8 +464,8 @@ def ece(probs: object, y: object, n_bins: int = 15, *, confidence: str = "top_la
     return _binned_error(0, probs, y, n_bins, confidence, binning, sample_weight)
 
 
-def _binned_error(which: int, probs: object, y: object, n_bins: object, confidence: object,
-                  binning: object, sample_weight: object) -> float | np.ndarray:
+def _binned_error(which: int, probs: object, y: object, n_bins: int, confidence: str,
+                  binning: str, sample_weight: object) -> float | np.ndarray:
     """ECE (0), MCE (1) or RMSCE (2) of :meth:`CalibrationBins.errors`, weighted or not."""
     if sample_weight is not None:
         values = _weighted_errors(probs, y, n_bins, confidence, binning, sample_weight)[which]
