@@ -316,7 +316,7 @@ def test_a_split_that_starves_a_class_names_its_label_and_suggests_another():
     thin[:, 2:4] = 2
     thin[:, 14:16] = 2
     with pytest.raises(uz.InvalidInputError,
-                       match=r"label 1 with no training pixel .*guard band.*guard below 3"):
+                       match=r"label 1 with no training pixel .*guard band.*or guard=1 \(the"):
         datasets.from_hsi(cube, thin, guard=3, split="left-right")
     # one labelled pixel cannot both train and test
     single = labels.copy()
@@ -326,6 +326,21 @@ def test_a_split_that_starves_a_class_names_its_label_and_suggests_another():
         datasets.from_hsi(cube, single, split="random")
     with pytest.raises(uz.InvalidInputError, match=r"label 5 with no test pixel"):
         datasets.from_hsi(cube, single, split="blocks")
+
+
+@pytest.mark.parametrize(("split", "guard"), [("blocks", 10**9), ("blocks", 2**31 - 1),
+                                              ("stratified", 10**8), ("left-right", 100)])
+def test_a_guard_wider_than_the_scene_is_refused_naming_the_largest_that_fits(split, guard):
+    # issue 25 item 2: guard=10**9 once dropped no pixel (as guard=0), 10**8 hung and
+    # 2**31 - 1 raised a bare MemoryError; 100 was refused without a usable guard.
+    cube, labels = _scene()
+    with pytest.raises(uz.InvalidInputError, match=r"does not fit the 16 × 18 scene") as caught:
+        datasets.from_hsi(cube, labels, split=split, guard=guard)
+    largest = int(str(caught.value).rsplit(" ", 1)[1])
+    data = datasets.from_hsi(cube, labels, split=split, guard=largest)
+    assert data.meta["options"]["guard"] == largest and len(data.meta["guard_coords"]) > 0
+    with pytest.raises(uz.InvalidInputError, match=rf"or guard={largest} \(the largest"):
+        datasets.from_hsi(cube, labels, split=split, guard=largest + 1)
 
 
 def test_split_options_apply_only_where_they_mean_something():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -472,6 +472,24 @@ DEFAULT_GUARD = 2
 _DEFAULT_GRID = 5
 
 
+def _largest_guard(fits: Callable[[int], bool], upper: int) -> int | None:
+    """The largest guard in [0, upper] with which ``fits`` holds, or None if none does.
+
+    A wider band only drops more training pixels, so ``fits`` is taken as
+    monotone and bisected; the guard found is checked, never assumed.
+    """
+    if upper < 0 or not fits(0):
+        return None
+    low, high = 0, upper            # fits(low) holds
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _suffix(path: str) -> str:
     return os.path.splitext(path)[1].lower()
 
@@ -874,7 +892,9 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
         into its neighbours, and land cover is spatially autocorrelated, so a
         training pixel next to a test pixel nearly repeats it and makes the
         test optimistic (Hänsch et al. 2017; Lange et al. 2018). Not used by
-        ``"random"`` (only 0 is accepted there).
+        ``"random"`` (only 0 is accepted there). A guard that leaves some class
+        without a training or a test pixel (any guard of max(H, W) - 1 or more
+        does) is an error that names the largest guard that fits the scene.
     seed : int
         Seed of ``"stratified"``, ``"blocks"`` and ``"random"``.
     class_names : sequence of str or mapping, optional
@@ -1036,19 +1056,20 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
                  for k, v in enumerate(values)]
     n_classes = len(classes)
 
-    is_train = np.zeros(rows.size, bool)
-    is_test = np.zeros(rows.size, bool)
-    boundary = None
-    block = None
-    if split == "random":
-        assert test_size is not None
-        train_idx, test_idx = stratified_split(y, test_size, seed)
-        is_train[train_idx] = True
-        is_test[test_idx] = True
-        guard_mask = np.zeros(image_shape, bool)
-    else:
-        code_image = np.full(image_shape, -1, np.int64)
-        code_image[rows, cols] = y
+    code_image = np.full(image_shape, -1, np.int64)
+    code_image[rows, cols] = y
+
+    def split_at(width: int) -> tuple:
+        """(is_train, is_test, guard_mask, boundary, block) of the split with guard ``width``."""
+        boundary = block = None
+        if split == "random":
+            assert test_size is not None
+            train_idx, test_idx = stratified_split(y, test_size, seed)
+            is_train = np.zeros(rows.size, bool)
+            is_test = np.zeros(rows.size, bool)
+            is_train[train_idx] = True
+            is_test[test_idx] = True
+            return is_train, is_test, np.zeros(image_shape, bool), boundary, block
         if split in halves:
             assert split_fraction is not None
             axis = 1 if split == "left-right" else 0
@@ -1071,15 +1092,36 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
         elif split == "stratified":
             assert test_size is not None
             test_mask, block = _splits.stratified_test_mask(code_image, test_size, seed,
-                                                            guard=guard)
+                                                            guard=width)
         else:
             assert test_size is not None
             block = _block_size(block_size, image_shape)
             test_mask = _splits.blocked_test_mask(code_image, test_size, block, seed,
-                                                  guard=guard)
-        guard_mask = _splits.guard_band(test_mask, guard) & (code_image >= 0)
+                                                  guard=width)
+        guard_mask = _splits.guard_band(test_mask, width) & (code_image >= 0)
         is_test = test_mask[rows, cols]
         is_train = ~is_test & ~guard_mask[rows, cols]
+        return is_train, is_test, guard_mask, boundary, block
+
+    def every_class_on_both_sides(width: int) -> bool:
+        is_train, is_test = split_at(width)[:2]
+        return bool(np.all(np.bincount(y[is_train], minlength=n_classes) > 0)
+                    and np.all(np.bincount(y[is_test], minlength=n_classes) > 0))
+
+    # One rule for the guard band: it must leave every class a training and a test
+    # pixel. A band of max(H, W) - 1 pixels around any test pixel covers the whole
+    # image, so no wider guard can fit (and a filter that wide would only burn time
+    # and memory); within that, a guard that starves a class is refused the same way.
+    widest = max(image_shape) - 2
+    if guard > max(widest, 0):
+        largest = _largest_guard(every_class_on_both_sides, widest)
+        raise InvalidInputError(
+            f"guard={guard:,} does not fit the {image_shape[0]} × {image_shape[1]} scene: a "
+            f"band that wide around a test pixel covers the whole image; "
+            + (f"the largest guard that leaves every class a training and a test pixel "
+               f"here is {largest}" if largest is not None else
+               "no guard leaves every class a training and a test pixel here"))
+    is_train, is_test, guard_mask, boundary, block = split_at(guard)
     counts_train = np.bincount(y[is_train], minlength=n_classes)
     counts_test = np.bincount(y[is_test], minlength=n_classes)
     counts_guard = np.bincount(y[~is_train & ~is_test], minlength=n_classes)
@@ -1099,8 +1141,11 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
                       "blocks": "try another seed or a smaller block_size",
                       "stratified": "try another seed, or split='blocks' with a smaller "
                                     "block_size"}[split]
-            if counts_guard[k]:
-                advice += f", or a guard below {guard}"
+            if guard > 0:
+                largest = _largest_guard(every_class_on_both_sides, guard - 1)
+                if largest is not None:
+                    advice += (f", or guard={largest} (the largest guard that leaves every "
+                               "class a training and a test pixel here)")
         raise InvalidInputError(
             f"split={split!r} leaves {shown[k]} with no {side} pixel ({total} labelled: "
             f"{counts_train[k]} train, {counts_test[k]} test, {counts_guard[k]} dropped in "
