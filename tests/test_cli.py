@@ -122,6 +122,10 @@ def test_fit_then_evaluate(tmp_path, capsys):
     (["compare", "--dataset", "no-such-data"], "no-such-data"),
     (["compare", "--hidden", "ten"], "--hidden"),
     (["evaluate", "/nonexistent/post.nc"], "no posterior file"),
+    # issue 25 item 3: each filled memory before a traceback, or blocked forever
+    (["compare", "--perturb", "noise", "--copies", "1000000000"],
+     "--copies must be at most 1,000"),
+    (["compare", "--config", "/dev/zero"], "/dev/zero: not a regular file"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, needle, capsys):
     assert main([*argv, "--no-progress"] if argv[0] != "evaluate" else argv) == 2

@@ -122,6 +122,8 @@ def test_one_copy_has_no_sd(data, post):
      InvalidInputError, r"perturbations need a fitted Posterior"),
     (lambda p, d: uz.evaluate(p, d, perturbations=["noise"], copies=0),
      InvalidInputError, r"copies must be >= 1, got 0"),
+    (lambda p, d: uz.evaluate(p, d, perturbations=["noise"], copies=10**9),   # issue 25 item 3
+     InvalidInputError, r"copies must be at most 1,000 .*got 1,000,000,000"),
     (lambda p, d: uz.evaluate(p, d, perturbations=["fog"]),
      InvalidInputError, r"perturbation family must be one of 'illumination'"),
     (lambda p, d: uz.evaluate(p, d, perturbations=["noise", "noise:20-40"]),

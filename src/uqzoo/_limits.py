@@ -16,9 +16,11 @@ from typing import Any
 from uqzoo._validation import check_int
 from uqzoo.errors import InvalidInputError
 
-__all__ = ["MAX_DRAWS", "MAX_DRAW_BYTES", "MAX_ITERATIONS", "MAX_MATRIX_ELEMENTS",
-           "MAX_MEMBERS", "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_draw_memory",
-           "check_draws", "check_iterations", "check_members", "check_trace"]
+__all__ = ["MAX_CONFIG_BYTES", "MAX_COPIES", "MAX_DRAWS", "MAX_DRAW_BYTES", "MAX_ITERATIONS",
+           "MAX_MATRIX_ELEMENTS", "MAX_MEMBERS", "MAX_SKIPROWS", "MAX_STUDY_TASKS",
+           "MAX_TRACE_ELEMENTS",
+           "check_chain_sizes", "check_copies", "check_draw_memory", "check_draws",
+           "check_iterations", "check_members", "check_study_tasks", "check_trace"]
 
 # Networks trained (or chains run) side by side: num_members, num_chains,
 # num_runs. The vectorised trainer holds every member's parameters, gradients
@@ -50,6 +52,47 @@ MAX_DRAW_BYTES = 2**32
 # precision, P × P): 2**28 entries are 2 GiB, and its Cholesky factor and
 # inverse need as much again each.
 MAX_MATRIX_ELEMENTS = 2**28
+
+# Perturbed copies of a test set per perturbation (--copies, evaluate(copies=),
+# perturb.copies(k=)). The spread over K copies is reported as an sd, whose
+# relative standard error is about 1/sqrt(2(K - 1)): 2 % at K = 1000, so more
+# copies buy nothing, while each is a full evaluation of the test set (and
+# perturb.copies holds all K in memory).
+MAX_COPIES = 1000
+
+# Tasks one study may expand to: data-set settings × method variants ×
+# replicates. Each task is one fit; at a second a fit, 10**5 tasks already
+# take more than a day, and the expansion itself holds every task in memory.
+MAX_STUDY_TASKS = 100_000
+
+# Bytes of a study or compare config file. The largest real ones are a few
+# KB; a bound keeps a mistaken --config /dev/zero or a huge file from being
+# read into memory (and a FIFO is refused for not being a regular file).
+MAX_CONFIG_BYTES = 2**20
+
+# Rows a CSV read may skip (pandas.read_csv's skiprows). pandas keeps every
+# skipped row number in a set, ~100 bytes each: skiprows = 10**7 already took
+# 0.9 GB and 6 s on an empty file. A preamble of a million lines is not one.
+MAX_SKIPROWS = 1_000_000
+
+
+def check_copies(value: object, name: str) -> int:
+    """``value`` as an int in [1, MAX_COPIES] (perturbed copies per perturbation)."""
+    value = check_int(value, name, minimum=1)
+    if value > MAX_COPIES:
+        raise InvalidInputError(
+            f"{name} must be at most {MAX_COPIES:,} (the sd over 1000 copies is already known "
+            f"to 2 %, and each copy is a full evaluation of the test set), got {value:,}")
+    return value
+
+
+def check_study_tasks(count: int, what: str) -> None:
+    """Raise unless a study of ``count`` tasks (``what`` says how they multiply) is allowed."""
+    if count > MAX_STUDY_TASKS:
+        raise InvalidInputError(
+            f"{what} = {count:,} tasks, more than the {MAX_STUDY_TASKS:,} a study may hold "
+            f"(each task is a fit: at a second each that is already more than a day); "
+            f"split the study or list fewer values")
 
 
 def check_iterations(value: object, name: str, *, minimum: int = 1) -> int:

@@ -467,7 +467,7 @@ def _parse_levels_like(text: str, flag: str) -> tuple[float, ...]:
 
 def _perturbations(args) -> tuple[tuple[str, ...], int]:
     """--perturb as ``family:low-high`` labels, and --copies; a bad one is a one-line error."""
-    from uqzoo._validation import check_int
+    from uqzoo._limits import check_copies
     from uqzoo.comparison.config import DEFAULT_COPIES
     from uqzoo.perturb import Perturbation
 
@@ -478,8 +478,7 @@ def _perturbations(args) -> tuple[tuple[str, ...], int]:
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise UqzooError(f"--perturb names {', '.join(repeated)} more than once")
-    copies = DEFAULT_COPIES if args.copies is None else check_int(args.copies, "--copies",
-                                                                  minimum=1)
+    copies = DEFAULT_COPIES if args.copies is None else check_copies(args.copies, "--copies")
     return labels, copies
 
 

@@ -62,7 +62,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from uqzoo._validation import _show, check_choice, check_float, check_int, check_seed
+from uqzoo._limits import check_copies
+from uqzoo._validation import _show, check_choice, check_float, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -698,7 +699,7 @@ def iter_copies(data: Any, perturbation: Perturbation, k: int, seed: int
     The same copies as :func:`copies` with the same arguments.
     """
     data = _check_data(data)
-    k = check_int(k, "k", minimum=1)
+    k = check_copies(k, "k")
     seed = check_seed(seed)
     _check_fits(data, perturbation)
     magnitudes, seeds = _plan(data, perturbation, k, seed)
@@ -749,7 +750,7 @@ def copies(data: Any, family: str | Perturbation, k: int = 10, *, seed: int = 0,
     """
     data = _check_data(data)
     pert = _as_perturbation(family, magnitude, fill)
-    k = check_int(k, "k", minimum=1)
+    k = check_copies(k, "k")
     seed = check_seed(seed)
     _check_fits(data, pert)
     magnitudes, seeds = _plan(data, pert, k, seed)

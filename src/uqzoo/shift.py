@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 from uqzoo import headline as headlines
+from uqzoo._limits import check_copies
 from uqzoo._progress import progress_bar as progress
-from uqzoo._validation import _show, check_int, check_seed
+from uqzoo._validation import _show, check_seed
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -110,7 +111,7 @@ def _parse(perturbations: object, copies: object, seed: object, data: object) ->
     from uqzoo import perturb
     from uqzoo.datasets import ClassificationData
 
-    k = check_int(copies, "copies", minimum=1)
+    k = check_copies(copies, "copies")
     seed = check_seed(seed)
     if not isinstance(data, ClassificationData):
         raise InvalidTypeError(

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from uqzoo._limits import MAX_CONFIG_BYTES
 from uqzoo._validation import _show
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, UqzooError
 
@@ -107,19 +110,44 @@ def _duplicate_key(text: str) -> tuple[str, int] | None:
 
 
 def read_toml(path: Path, what: str = "study file") -> tuple[dict, str]:
-    """The parsed table and the text of the TOML file ``path`` (``what`` names it in errors)."""
+    """The parsed table and the text of the TOML file ``path`` (``what`` names it in errors).
+
+    Only a regular file of at most MAX_CONFIG_BYTES is read: ``/dev/zero`` or a
+    huge file would fill memory, and a FIFO would block forever.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO with no writer returns at once (then refused below).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise FileFormatError(f"{path}: no such {what}") from None
     except IsADirectoryError:
         raise FileFormatError(f"{path}: is a folder, not a {what} (.toml)") from None
-    except UnicodeDecodeError as exc:
-        raise FileFormatError(f"{path}: not a text (UTF-8) {what}: {exc}") from None
     except OSError as exc:
         raise FileFormatError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise FileFormatError(f"{path}: is a folder, not a {what} (.toml)")
+        raise FileFormatError(f"{path}: not a regular file (a device, FIFO or socket); "
+                              f"a {what} must be a .toml file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise FileFormatError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise FileFormatError(f"{path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, the most a "
+                              f"{what} may hold (real ones are a few KB)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"{path}: not a text (UTF-8) {what}: {exc}") from None
     try:
         return tomllib.loads(text), text
+    except RecursionError:
+        raise FileFormatError(f"{path.name}: tables or arrays nested too deeply to read; a "
+                              f"{what} nests a few levels") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         duplicate = _duplicate_key(text) if "overwrite" in message else None

@@ -277,6 +277,30 @@ def test_from_csv_errors(tmp_path):
         datasets.from_csv(path, target=0)
 
 
+def test_from_csv_hostile_options_and_headers_are_one_clear_error(tmp_path):
+    # issue 25: skiprows=10**9 filled memory (item 3); compression="zip" on a plain file
+    # raised BadZipFile (item 6); a second 'label' column became a feature (item 7)
+    path = tmp_path / "plain.csv"
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]}).to_csv(path, index=False)
+    for skiprows in (10**9, range(2 * 10**6)):
+        with pytest.raises(uz.InvalidInputError,
+                           match=r"skiprows must skip at most 1,000,000 rows.*got [12],000,000"):
+            datasets.from_csv(path, target="y", skiprows=skiprows)
+    for compression, needle in [("zip", "not a zip file"), ("gzip", "Not a gzipped file"),
+                                ("xz", ""), ("tar", "")]:
+        with pytest.raises(uz.FileFormatError,
+                           match=rf"plain.csv' as CSV with compression='{compression}': .*"
+                                 rf"{needle}") as caught:
+            datasets.from_csv(path, target="y", compression=compression)
+        assert "\n" not in str(caught.value)
+    (tmp_path / "twice.csv").write_text("label,x,label\n0,1.0,1\n1,2.0,0\n0,1.5,1\n1,2.5,0\n")
+    with pytest.raises(uz.InvalidInputError, match=r"names column\(s\) \['label'\] more than once"):
+        datasets.from_csv(tmp_path / "twice.csv", target="label")
+    # names= replaces the header row: no repeat then
+    data = datasets.from_csv(tmp_path / "twice.csv", target="y", names=["y", "x", "z"], header=0)
+    assert data.meta["feature_names"] == ("x", "z")
+
+
 # from_hsi ---------------------------------------------------------------------------------
 
 def _scene(seed=0):

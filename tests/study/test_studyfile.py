@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -244,6 +245,45 @@ def test_missing_file_and_bad_path_type(tmp_path):
         uz.study.expand(tmp_path)
     with pytest.raises(InvalidTypeError, match="path must be"):
         uz.study.expand(3)
+
+
+@pytest.mark.parametrize("text, needles", [
+    # issue 25 item 3: each filled memory for tens of seconds before a traceback
+    ("[study]\nreplicates = 1000000000\n" + _MINIMAL,
+     ["study.replicates", "at most 100,000", "1,000,000,000"]),
+    ("[study]\nreplicates = 2000\n" + _MINIMAL.replace(
+        'name = "laplace"', f'name = "laplace"\ngrid = {{ num_epochs = {list(range(1, 101))} }}'),
+     ["1 data-set settings × 100 method variants × 2,000 replicates = 200,000 tasks",
+      "100,000"]),
+    (_MINIMAL.replace('name = "laplace"', f'name = "laplace"\ngrid = {{ num_epochs = '
+                      f'{list(range(1, 3001))}, learning_rate = '
+                      f'{[i / 1e4 for i in range(1, 3001)]} }}'),
+     ["methods[0].grid", "3,000 learning_rate × 3,000 num_epochs = 9,000,000 tasks"]),
+])
+def test_study_sizes_are_bounded_before_any_task_is_built(tmp_path, text, needles):
+    path = _write(tmp_path, text, "huge.toml")
+    with pytest.raises(InvalidInputError) as caught:
+        uz.study.expand(path)
+    message = str(caught.value)
+    assert message.startswith("huge.toml: "), message
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+def test_only_a_small_regular_file_is_read_as_a_study_file(tmp_path):
+    # issue 25 items 3 and 6: /dev/zero filled memory, a FIFO blocked forever, a
+    # file nested 5000 levels raised RecursionError
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        with pytest.raises(FileFormatError, match="not a regular file"):
+            uz.study.expand(path)
+    big = _write(tmp_path, _MINIMAL + "# padding\n" * 120_000, "big.toml")
+    with pytest.raises(FileFormatError, match=r"big.toml: larger than 1 MiB"):
+        uz.study.expand(big)
+    deep = _write(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n" + _MINIMAL, "deep.toml")
+    with pytest.raises(FileFormatError, match=r"^deep.toml: tables or arrays nested too deeply"):
+        uz.study.expand(deep)
 
 
 def test_nothing_runs_and_no_store_is_made_for_a_bad_file(tmp_path):

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from uqzoo import tomlfile as toml
+from uqzoo._limits import check_copies
 from uqzoo._validation import _show
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 
@@ -561,7 +562,11 @@ def _read_perturb(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
         if not labels:
             raise InvalidInputError(f"{toml.where(path, 'compare.copies')}: needs perturb (the "
                                     "perturbations to make copies of)")
-        out["copies"] = toml.check_int(head["copies"], path, "compare.copies", 1)
+        copies = toml.check_int(head["copies"], path, "compare.copies", 1)
+        try:
+            out["copies"] = check_copies(copies, "copies")
+        except UqzooError as exc:
+            raise type(exc)(f"{toml.where(path, 'compare.copies')}: {exc}") from None
     return out
 
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import lzma
+import numbers
 import os
+import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from uqzoo._limits import MAX_SKIPROWS
 from uqzoo._validation import (
     _show,
     as_array,
@@ -358,6 +364,37 @@ def _check_path(path: object, name: str) -> str:
     return path
 
 
+def _check_skiprows(skiprows: object) -> None:
+    """Bound pandas.read_csv's ``skiprows`` (a count, or the row numbers to skip)."""
+    if skiprows is None or callable(skiprows):
+        return
+    if isinstance(skiprows, numbers.Integral) and not isinstance(skiprows, bool):
+        count = int(skiprows)
+    elif isinstance(skiprows, (list, tuple, set, range, np.ndarray)):
+        count = len(skiprows)
+    else:
+        return                                   # pandas says what it expects
+    if count > MAX_SKIPROWS:
+        raise InvalidInputError(
+            f"read_csv option skiprows must skip at most {MAX_SKIPROWS:,} rows (pandas keeps "
+            f"every skipped row number in memory), got {count:,}")
+
+
+def _header_names(pd: Any, path: str, options: Mapping[str, object], frame: Any) -> list[str]:
+    """The column names as the file writes them, before pandas renames repeats.
+
+    Only for the default header (the first row read); with ``names`` or
+    another ``header`` the frame's own columns are the names.
+    """
+    if "names" in options or options.get("header", "infer") not in ("infer", 0):
+        return [str(c) for c in frame.columns]
+    raw = pd.read_csv(path, **{**options, "header": None, "nrows": 1, "dtype": str,
+                               "usecols": None, "index_col": None})
+    if raw.shape[0] == 0:
+        return [str(c) for c in frame.columns]
+    return [str(v) for v in raw.iloc[0].tolist()]
+
+
 # read_csv options that make it return a TextFileReader instead of a DataFrame.
 _READER_OPTIONS = ("chunksize", "iterator")
 
@@ -411,13 +448,28 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
                 f"{_show(read_csv_options[option])}: it makes read_csv return a reader, not a "
                 "table; read the whole file (or load it with pandas and call from_arrays)"
             )
+    _check_skiprows(read_csv_options.get("skiprows"))
+    # A file that is not what its compression option says fails inside the
+    # decompressor, each with its own exception type.
+    unreadable = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
+                  ValueError, OSError, EOFError, zipfile.BadZipFile, tarfile.TarError,
+                  lzma.LZMAError, zlib.error)
     try:
         frame = pd.read_csv(path, **read_csv_options)
+        header = _header_names(pd, path, read_csv_options, frame)
     except TypeError as exc:
         raise InvalidInputError(f"unknown option for pandas.read_csv: {exc}") from exc
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
-            ValueError, OSError) as exc:
-        raise FileFormatError(f"cannot read {path!r} as CSV: {exc}") from exc
+    except unreadable as exc:
+        given = read_csv_options.get("compression")
+        how = f" with compression={given!r}" if given is not None else ""
+        reason = " ".join(str(exc).split())            # one line, whatever the decompressor said
+        raise FileFormatError(f"cannot read {path!r} as CSV{how}: {reason}") from exc
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        # pandas renames a second 'label' to 'label.1', which would then be a feature.
+        raise InvalidInputError(
+            f"{path!r} names column(s) {repeated} more than once; every column needs its own "
+            "name (pandas would rename the second one and use it as a feature)")
     if target not in frame.columns:
         raise InvalidInputError(
             f"target={target!r} is not a column of {path!r}; columns are {list(frame.columns)}"

@@ -58,12 +58,14 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from uqzoo import tomlfile as toml
+from uqzoo._limits import MAX_STUDY_TASKS, check_study_tasks
 from uqzoo._validation import DEFAULT_LEVELS, _show
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 
@@ -210,6 +212,11 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
             repeated = next(v for v in texts if texts.count(v) > 1)
             raise InvalidInputError(f"{toml.where(path, where)}: lists {repeated} twice")
         grid.append((option, checked))
+    combinations = math.prod(len(values) for _, values in grid)
+    try:          # before the combinations are built: a 3000 × 3000 grid fills memory
+        check_study_tasks(combinations, " × ".join(f"{len(v):,} {option}" for option, v in grid))
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{toml.where(path, key + '.grid')}: {exc}") from None
     entry = _Entry(kind, index, name, label, fixed, tuple(grid))
     if kind == "methods":
         for combo, _ in entry.combinations():
@@ -494,6 +501,10 @@ def read_study(path: str | os.PathLike) -> Study:
         raise InvalidInputError(f"{toml.where(path, 'study.name')}: must not be empty")
     description = toml.check_str(head.get("description", ""), path, "study.description")
     replicates = toml.check_int(head.get("replicates", 1), path, "study.replicates", 1)
+    if replicates > MAX_STUDY_TASKS:
+        raise InvalidInputError(
+            f"{toml.where(path, 'study.replicates')}: must be at most {MAX_STUDY_TASKS:,} (the "
+            f"tasks a study may hold; each is a fit), got {replicates:,}")
     seed = toml.check_int(head.get("seed", 0), path, "study.seed", 0)
     levels = toml.read_levels(head.get("levels", list(DEFAULT_LEVELS)), path, "study.levels")
     delta = toml.read_delta(head.get("delta", DEFAULT_DELTA), path, "study.delta")
@@ -516,6 +527,15 @@ def read_study(path: str | os.PathLike) -> Study:
                   levels=levels, delta=delta, seed=seed, spec=spec,
                   datasets=entries["datasets"], methods=entries["methods"], source=text,
                   reference=reference)
+    # Counted before any task is built: a 3000 × 3000 grid would fill memory first.
+    settings = sum(math.prod(len(v) for _, v in e.grid) for e in entries["datasets"])
+    variants = sum(math.prod(len(v) for _, v in e.grid) for e in entries["methods"])
+    try:
+        check_study_tasks(settings * variants * replicates,
+                          f"{settings:,} data-set settings × {variants:,} method variants × "
+                          f"{replicates:,} replicates")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path.name}: {exc}") from None
     study.tasks()                     # two entries giving one task fail here, not later
     return study
 
