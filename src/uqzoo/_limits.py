@@ -16,11 +16,11 @@ from typing import Any
 from uqzoo._validation import check_int
 from uqzoo.errors import InvalidInputError
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_COPIES", "MAX_DRAWS", "MAX_DRAW_BYTES", "MAX_ITERATIONS",
-           "MAX_MATRIX_ELEMENTS", "MAX_MEMBERS", "MAX_SKIPROWS", "MAX_STUDY_TASKS",
-           "MAX_TRACE_ELEMENTS",
-           "check_chain_sizes", "check_copies", "check_draw_memory", "check_draws",
-           "check_iterations", "check_members", "check_study_tasks", "check_trace"]
+__all__ = ["MAX_CONFIG_BYTES", "MAX_COPIES", "MAX_DEFLATE_RATIO", "MAX_DRAWS", "MAX_DRAW_BYTES",
+           "MAX_ITERATIONS", "MAX_MATRIX_ELEMENTS", "MAX_MEMBERS", "MAX_SKIPROWS",
+           "MAX_STUDY_TASKS", "MAX_TRACE_ELEMENTS", "check_chain_sizes", "check_copies",
+           "check_draw_memory", "check_draws", "check_iterations", "check_members",
+           "check_study_tasks", "check_trace"]
 
 # Networks trained (or chains run) side by side: num_members, num_chains,
 # num_runs. The vectorised trainer holds every member's parameters, gradients
@@ -69,6 +69,11 @@ MAX_STUDY_TASKS = 100_000
 # KB; a bound keeps a mistaken --config /dev/zero or a huge file from being
 # read into memory (and a FIFO is refused for not being a regular file).
 MAX_CONFIG_BYTES = 2**20
+
+# zlib cannot expand data by more than 1032:1 (zlib's documented maximum
+# compression factor), so deflate-compressed data (a netCDF variable, an .npz
+# member) may declare at most this many times the bytes it stores.
+MAX_DEFLATE_RATIO = 1032
 
 # Rows a CSV read may skip (pandas.read_csv's skiprows). pandas keeps every
 # skipped row number in a set, ~100 bytes each: skiprows = 10**7 already took

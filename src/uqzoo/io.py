@@ -86,6 +86,7 @@ from uqzoo._files import (
     staged_folder,
     write_file_atomically,
 )
+from uqzoo._limits import MAX_DEFLATE_RATIO
 from uqzoo._version import versions
 from uqzoo.errors import FileFormatError, InvalidTypeError
 
@@ -118,10 +119,8 @@ _MAX_ATTRIBUTE_BYTES = 2**24
 # Variables per group: diagnostics hold a few dozen; a file with more is not ours.
 _MAX_VARIABLES = 10_000
 
-# zlib cannot expand data by more than 1032:1 (zlib's documented maximum
-# compression factor), so a deflate-compressed variable may declare at most
-# this many times the bytes it stores.
-_MAX_DEFLATE_RATIO = 1032
+# A deflate-compressed variable may declare at most this many times the bytes it stores.
+_MAX_DEFLATE_RATIO = MAX_DEFLATE_RATIO
 
 _GROUPS = ("posterior", "sample_stats", "diagnostics", "anchor")
 # Attributes that make CF decoding rescale, mask or reinterpret values.

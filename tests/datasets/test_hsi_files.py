@@ -343,6 +343,27 @@ def test_a_guard_wider_than_the_scene_is_refused_naming_the_largest_that_fits(sp
         datasets.from_hsi(cube, labels, split=split, guard=largest + 1)
 
 
+def test_an_array_header_larger_than_its_file_is_refused_before_allocation(tmp_path):
+    # issue 25 item 3: a 200-byte .npy claiming 36 TiB was allocated before reading
+    import io
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    header = io.BytesIO()
+    npy.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                        "shape": (2**20, 2**20, 4)})
+    (tmp_path / "huge.npy").write_bytes(header.getvalue() + bytes(64))
+    with zipfile.ZipFile(tmp_path / "huge.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("cube.npy", header.getvalue() + bytes(64))
+    labels = np.zeros((4, 5), np.int64)
+    for name in ("huge.npy", "huge.npz"):
+        with pytest.raises(uz.FileFormatError,
+                           match=r"header declares 35,184,372,088,832 bytes of data but the "
+                                 r"file holds at most \d"):
+            datasets.from_hsi(tmp_path / name, labels)
+
+
 def test_split_options_apply_only_where_they_mean_something():
     cube, labels = _scene()
     cases = [({"split": "left-right", "test_size": 0.3}, "test_size=0.3 applies to split"),

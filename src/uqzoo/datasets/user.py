@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import lzma
+import math
 import numbers
 import os
 import tarfile
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from uqzoo._limits import MAX_SKIPROWS
+from uqzoo._limits import MAX_DEFLATE_RATIO, MAX_SKIPROWS
 from uqzoo._validation import (
     _show,
     as_array,
@@ -554,6 +555,60 @@ def _describe(arrays: Mapping[str, np.ndarray]) -> str:
                      for k, v in sorted(arrays.items()))
 
 
+def _npy_data_bytes(handle: Any, name: str) -> tuple[int, int]:
+    """(bytes its header declares, header length) of the .npy array at ``handle``."""
+    from numpy.lib import format as npy
+
+    start = handle.tell()
+    try:
+        version = npy.read_magic(handle)
+    except ValueError:
+        return 0, 0                       # not a .npy member: np.load says what it is
+    read_header = npy.read_array_header_1_0 if version == (1, 0) else \
+        npy.read_array_header_2_0
+    shape, _, dtype = read_header(handle)
+    return math.prod(shape) * dtype.itemsize, handle.tell() - start
+
+
+def _check_array_headers(handle: Any, path: str, suffix: str) -> None:
+    """Refuse an array whose header declares more data than its file holds.
+
+    np.load allocates the declared shape before reading: a 200-byte .npy that
+    claims 36 TiB would end in a MemoryError (or swap the machine) otherwise.
+    """
+    def check(declared: int, available: int, where: str) -> None:
+        if declared > available:
+            raise FileFormatError(
+                f"cannot read {where}: its array header declares {declared:,} bytes of data but "
+                f"the file holds at most {max(available, 0):,}; the file is damaged or was not "
+                "written by numpy")
+
+    if suffix == ".npy":
+        size = os.fstat(handle.fileno()).st_size
+        declared, header = _npy_data_bytes(handle, path)
+        handle.seek(0)
+        check(declared, size - header, repr(path))
+        return
+    try:
+        archive = zipfile.ZipFile(handle)
+    except zipfile.BadZipFile:
+        handle.seek(0)
+        return                            # np.load reports it
+    with archive:
+        for info in archive.infolist():
+            if info.filename.endswith(".npy"):
+                with archive.open(info) as member:
+                    declared, header = _npy_data_bytes(member, info.filename)
+                # The directory's uncompressed size can be forged; deflate cannot
+                # expand more than MAX_DEFLATE_RATIO:1, and a stored member not at all.
+                ratio = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: MAX_DEFLATE_RATIO}
+                available = info.file_size
+                if info.compress_type in ratio:
+                    available = min(available, info.compress_size * ratio[info.compress_type])
+                check(declared, available - header, f"{info.filename!r} in {path!r}")
+    handle.seek(0)
+
+
 def _read_arrays(path: str, what: str) -> dict[str, np.ndarray]:
     """All arrays of a .npz, .mat or .npy file (a .npy holds one, named by the file)."""
     suffix = _suffix(path)
@@ -561,6 +616,7 @@ def _read_arrays(path: str, what: str) -> dict[str, np.ndarray]:
         try:
             # Open the file here: np.load leaks its handle when the archive is damaged.
             with open(path, "rb") as handle:
+                _check_array_headers(handle, path, suffix)
                 loaded = np.load(handle)  # allow_pickle stays False
                 if suffix == ".npy":
                     if not isinstance(loaded, np.ndarray):
@@ -570,6 +626,8 @@ def _read_arrays(path: str, what: str) -> dict[str, np.ndarray]:
                     raise FileFormatError(f"{path!r} is not an .npz archive of named arrays")
                 with loaded as z:
                     return {k: z[k] for k in z.files}
+        except FileFormatError:
+            raise
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise FileFormatError(f"cannot read {path!r} as {suffix}: {exc}") from exc
     if suffix == ".mat":
