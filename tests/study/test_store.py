@@ -107,6 +107,42 @@ def test_one_run_at_a_time(study, tmp_path):
         pass
 
 
+def test_an_unwritable_store_or_lock_path_is_one_clear_error(study, tmp_path, monkeypatch):
+    # issue 25 item 6: a lock path that is a folder, and a store in a read-only folder,
+    # ended in IsADirectoryError / PermissionError tracebacks
+    (tmp_path / "s.sqlite.lock").mkdir()
+    with pytest.raises(OutputPathError, match=r"lock file .*s.sqlite.lock' is a folder"):
+        Store(tmp_path / "s.sqlite").open()
+    import uqzoo.study.store as store_module
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(store_module, "open", refused, raising=False)  # root ignores chmod
+    with pytest.raises(OutputPathError, match=r"cannot create its lock file .*Permission "
+                                              r"denied; the store's folder must be writable"):
+        Store(tmp_path / "t.sqlite").open()
+
+
+def test_a_full_disk_during_a_run_is_one_clear_error_and_keeps_the_store(study, tmp_path):
+    # issue 25 item 6: disk full raised sqlite3.OperationalError out of `study run`
+    tasks = study.tasks()
+    rng = np.random.default_rng(2)
+    with Store(tmp_path / "s.sqlite") as store:
+        store.plan(study, tasks)
+        store.record(fake_result(tasks[0], rng))
+        pages = store.con.execute("PRAGMA page_count").fetchone()[0]
+        store.con.execute(f"PRAGMA max_page_count = {pages}")     # SQLite's "disk full"
+        big = dict(fake_result(tasks[1], rng), traceback="x" * 200_000)
+        with pytest.raises(OutputPathError, match=r"cannot be written: database or disk is "
+                                                  r"full; nothing of this write was kept"):
+            store.record(big)
+        assert store.counts()["done"] == 1 and not store.con.in_transaction
+        store.con.execute(f"PRAGMA max_page_count = {2**30}")
+        store.record(fake_result(tasks[1], rng))                  # and it goes on
+        assert store.counts()["done"] == 2
+
+
 def test_not_a_store(tmp_path):
     text = tmp_path / "notes.sqlite"
     text.write_text("hello " * 200)

@@ -209,6 +209,13 @@ def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
         # task of seconds: negligible), so even a power cut loses no finished task.
         con.execute("PRAGMA synchronous = FULL")
         con.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.OperationalError as exc:
+        con.close()
+        if "not a database" in str(exc) or "malformed" in str(exc):
+            raise FileFormatError(f"{what} {str(path)!r} is not a uqzoo study store: {exc}") \
+                from None
+        verb = "write" if create else "read"
+        raise OutputPathError(f"{what} {str(path)!r}: cannot {verb} it: {exc}") from None
     except sqlite3.DatabaseError as exc:
         con.close()
         raise FileFormatError(f"{what} {str(path)!r} is not a uqzoo study store: {exc}") \
@@ -234,13 +241,26 @@ def _add_columns(con: sqlite3.Connection) -> None:
 
 @contextlib.contextmanager
 def _transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    con.execute("BEGIN IMMEDIATE")
+    """One transaction; a write the file system refuses (disk full, read-only, I/O
+    error) is rolled back whole and raised as an OutputPathError."""
     try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            if con.in_transaction:       # SQLite may already have rolled back (SQLITE_FULL)
+                con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        if con.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                con.execute("ROLLBACK")
+        name = next((row[2] for row in con.execute("PRAGMA database_list")), "") or "the store"
+        raise OutputPathError(
+            f"study store {name!r} cannot be written: {exc}; nothing of this write was kept "
+            "and every task finished before it is safe (free space or fix the folder's "
+            "permissions, then run again to resume)") from None
 
 
 class Store:
@@ -397,7 +417,15 @@ def _take_lock(path: Path, what: str) -> Any:
     except ImportError:                                  # not POSIX: no lock
         return None
     lock_path = path.with_name(path.name + ".lock")
-    handle = open(lock_path, "a")          # held (and the lock with it) until close()
+    try:
+        handle = open(lock_path, "a")      # held (and the lock with it) until close()
+    except IsADirectoryError:
+        raise OutputPathError(f"{what} {str(path)!r}: its lock file {str(lock_path)!r} is a "
+                              "folder; remove it or choose another store name") from None
+    except OSError as exc:
+        raise OutputPathError(
+            f"{what} {str(path)!r}: cannot create its lock file {str(lock_path)!r}: "
+            f"{exc.strerror}; the store's folder must be writable") from None
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
