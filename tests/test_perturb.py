@@ -244,7 +244,19 @@ def test_truth_is_unchanged_recomputed_or_unavailable_as_documented():
             assert c.truth == "unavailable" and c[0].p_true_test is None
             assert "no closed form" in c[0].meta["perturbation"]["p_true_note"]
     real = uz.datasets.load("iris")
-    assert uz.perturb.copies(real, "illumination", k=1).truth == "unavailable"
+    with pytest.warns(uz.DataWarning, match="illumination models hyperspectral"):
+        assert uz.perturb.copies(real, "illumination", k=1).truth == "unavailable"
+
+
+def test_a_spectral_family_on_a_table_of_named_features_warns():
+    # issue 25 item 7: illumination, spectral_shift and band_dropout on tabular data were
+    # silently accepted
+    table = uz.datasets.load("iris")
+    for family in ("illumination", "spectral_shift", "band_dropout"):
+        with pytest.warns(uz.DataWarning, match=rf"{family} models hyperspectral.*'iris' is a "
+                                                r"table.*use gaussian_noise"):
+            uz.perturb.copies(table, family, k=1)
+    uz.perturb.copies(table, "gaussian_noise", k=1)      # the tabular families do not warn
 
 
 def test_invertible_families_keep_the_generators_truth_exactly(hsi):

@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
@@ -64,7 +65,7 @@ import numpy as np
 
 from uqzoo._limits import check_copies
 from uqzoo._validation import _show, check_choice, check_float, check_seed
-from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.errors import DataWarning, InvalidInputError, InvalidTypeError
 
 __all__ = [
     "FAMILIES",
@@ -547,8 +548,23 @@ def _check_data(data: object) -> Any:
     return data
 
 
+# Families whose model assumes the features are the bands of a spectrum, in
+# wavelength order: a gain on every band, a dead detector element, a shift
+# that mixes each band with its neighbour. On a table of named features
+# (heights, prices) they model nothing physical.
+_SPECTRAL_FAMILIES = ("illumination", "band_dropout", "spectral_shift")
+
+
 def _check_fits(data: Any, pert: Perturbation) -> None:
-    """Data-dependent limits: a fraction family must leave one feature."""
+    """Data-dependent limits: a fraction family must leave one feature; a spectral
+    family on a table of named features is legal but suspect (a warning)."""
+    meta = data.meta
+    if (pert.family in _SPECTRAL_FAMILIES and "feature_names" in meta
+            and "wavelengths_nm" not in meta):
+        warnings.warn(
+            f"perturbation {pert.family} models hyperspectral acquisition (features are the "
+            f"bands of a spectrum), but {data.name!r} is a table of named features; for "
+            "tabular data use gaussian_noise or missing_features", DataWarning, stacklevel=3)
     if pert.family in ("band_dropout", "missing_features"):
         D = data.n_features
         if _n_dropped(pert.high, D) > D - 1:
