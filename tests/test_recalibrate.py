@@ -7,7 +7,9 @@ near a minimum), from float32 rounding, or from the Fisher information of
 the fitted parameter -- never a bare constant.
 """
 
+import contextlib
 import math
+import warnings
 
 import h5py
 import numpy as np
@@ -390,6 +392,33 @@ def test_bad_calibration_data_are_clear_errors(small):
         uz.recalibrate(post, X)
 
 
+def test_recalibrate_refuses_data_it_would_ignore_and_warns_on_too_little(small):
+    # issue 25 item 7: data beside calibration= was ignored silently; one class or 1-2
+    # points fitted T = 0.03 without a word; read-only labels leaked torch's warning
+    post, data = small
+    X, y = np.asarray(data.X_test), np.asarray(data.y_test)
+    with pytest.raises(uz.InvalidInputError, match=r"given both data .* and calibration=\(X, "
+                                                   r"y\).*not both"):
+        uz.recalibrate(post, data, calibration=(X, y))
+    one, X1, y1 = constant_logit_case(2.0, 30, 30)
+    with pytest.warns(uz.DataWarning, match=r"hold only class 1 \(30 points\).*every class"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", uz.ConvergenceWarning)
+            uz.recalibrate(one, method="temperature", calibration=(X1, y1))
+    few, X2, y2 = constant_logit_case(2.0, 2, 1)
+    with pytest.warns(uz.DataWarning, match=r"hold 2 points \(fewer than 20\)"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", uz.ConvergenceWarning)
+            uz.recalibrate(few, method="temperature", calibration=(X2, y2))
+    frozen, X3, y3 = constant_logit_case(2.0, 100, 70)
+    X3, y3 = X3.astype(np.float32), y3.astype(np.int64)
+    X3.setflags(write=False)
+    y3.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # torch's "non-writable array" too
+        uz.recalibrate(frozen, method="temperature", calibration=(X3, y3))
+
+
 def test_a_transform_of_the_wrong_size_is_refused(small):
     post, _ = small
     with pytest.raises(uz.InvalidInputError, match=r"acts on 3 logits.*has 1 \(n_outputs\)"):
@@ -406,7 +435,9 @@ def test_calibration_data_without_a_minimum_warn(n_pos):
     # 50 of 50 correct with one logit: the NLL keeps falling as T → 0; 25 of 50
     # with one non-zero logit: the best probability is 1/2, reached only as T → ∞.
     post, X, y = constant_logit_case(2.0, 50, n_pos)
-    with pytest.warns(uz.ConvergenceWarning, match="found no minimum of the NLL"):
+    one_class = pytest.warns(uz.DataWarning, match="only class 1") if n_pos == 50 \
+        else contextlib.nullcontext()
+    with one_class, pytest.warns(uz.ConvergenceWarning, match="found no minimum of the NLL"):
         fitted = uz.recalibrate(post, method="temperature", calibration=(X, y))
     assert not fitted.logit_transform.info["converged"]
 

@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from uqzoo._data_checks import MIN_CLASS_ROWS
 from uqzoo._validation import (
     _show,
     as_float_matrix,
@@ -62,7 +63,7 @@ from uqzoo._validation import (
     check_int,
     check_seed,
 )
-from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
+from uqzoo.errors import ConvergenceWarning, DataWarning, InvalidInputError, InvalidTypeError
 from uqzoo.predictive import logit_draws
 from uqzoo.spec import MLPSpec
 from uqzoo.transform import LOGIT_TRANSFORMS, LogitTransform
@@ -154,6 +155,11 @@ def _calibration_data(posterior: Any, data: Any, calibration: object,
                       ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     spec = posterior.spec
     if calibration is not None:
+        if data is not None:
+            raise InvalidInputError(
+                f"recalibrate was given both data ({_show(data)}) and calibration=(X, y); "
+                "calibration is fitted on one of them: pass data (its training set is split) "
+                "or calibration, not both")
         if calibration_fraction is not None:
             raise InvalidInputError(
                 f"calibration_fraction={_show(calibration_fraction)} splits the training data; "
@@ -189,6 +195,22 @@ def _calibration_data(posterior: Any, data: Any, calibration: object,
              "n_calibration": int(pick.sum())})
 
 
+def _warn_if_too_little(y: np.ndarray, n_classes: int) -> None:
+    """A DataWarning when the calibration labels cannot pin a map down."""
+    present = np.unique(y)
+    if present.size < 2:
+        warnings.warn(
+            f"the calibration data hold only class {int(present[0])} ({y.shape[0]} point"
+            f"{'' if y.shape[0] == 1 else 's'}): a map fitted on one class only learns to make "
+            "that class more certain (T -> 0), not how reliable the model is; use calibration "
+            "data with every class", DataWarning, stacklevel=3)
+    elif y.shape[0] < MIN_CLASS_ROWS:
+        warnings.warn(
+            f"the calibration data hold {y.shape[0]} points (fewer than {MIN_CLASS_ROWS}): "
+            "a temperature or vector scaling fitted on so few labels is mostly noise; use "
+            "more calibration data", DataWarning, stacklevel=3)
+
+
 def _mean_predictive_nll(spec: MLPSpec, z: Any, y: Any, log_S: float) -> Any:
     """Mean over points of −log (1/S) Σ_s p_s(y), from transformed logits (S, n, n_out)."""
     import torch
@@ -203,8 +225,10 @@ def _fit_transform(spec: MLPSpec, logits: np.ndarray, y: np.ndarray, method: str
     """Minimise the posterior-mean NLL over the map's parameters; (scale, shift, info)."""
     import torch
     S, _, n_out = logits.shape
-    z = torch.as_tensor(logits, dtype=torch.float64)
-    labels = torch.as_tensor(y, dtype=torch.int64)
+    # Copies: the logits or labels may be read-only arrays (a loaded posterior, a
+    # caller's frozen data), which torch.as_tensor would share and warn about.
+    z = torch.tensor(np.asarray(logits, dtype=np.float64))
+    labels = torch.tensor(np.asarray(y, dtype=np.int64))
     log_S = math.log(S)
     if method == "temperature":
         params = [torch.zeros(1, dtype=torch.float64, requires_grad=True)]   # log T
@@ -350,6 +374,7 @@ def recalibrate(posterior: Any, data: Any = None, method: str = "temperature", *
         num_samples = check_int(num_samples, "num_samples", minimum=1,
                                 maximum=posterior.num_draws)
     X, y, info = _calibration_data(posterior, data, calibration, calibration_fraction, seed)
+    _warn_if_too_little(y, posterior.spec.n_classes)
     draws = posterior._subset(num_samples, seed)
     logits = logit_draws(posterior.spec, draws, X, anchor=posterior._anchor())
     scale, shift, fit_info = _fit_transform(posterior.spec, logits, y, method)
