@@ -115,6 +115,13 @@ def test_class_names_are_display_names_for_non_string_labels():
     assert data.classes == (5, 6) and data.class_names == ("five", "six")
     with pytest.raises(uz.InvalidInputError, match="class_names must hold one name per class"):
         datasets.from_arrays(X, y + 5, class_names=["five", "six", "seven"])
+    # issue 25 item 7: three names for 0/1 labels once made an empty third class silently
+    with pytest.raises(uz.InvalidInputError, match=r"class_names holds 3 names .* 2 classes "
+                                                   r"\[0, 1\]: no row has class \[2\].*"
+                                                   r"n_classes=3"):
+        datasets.from_arrays(X, y, class_names=["no", "yes", "maybe"])
+    declared = datasets.from_arrays(X, y, class_names=["no", "yes", "maybe"], n_classes=3)
+    assert declared.n_classes == 3 and declared.class_names[2] == "maybe"
 
 
 def test_given_test_labels_must_be_training_labels():

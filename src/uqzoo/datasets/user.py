@@ -214,6 +214,15 @@ def _encode_labels(y: object, y_test: object, *, n_rows: int, n_test_rows: int |
         classes = np.array(names)
     elif integers and declared is not None and seen[0] >= 0 and seen[-1] < declared:
         # Class indices already: keep them, so that declared classes may be empty.
+        empty = np.setdiff1d(np.arange(declared), seen)
+        if n_classes is None and empty.size:
+            # Extra names alone are more often a mistake (a name too many) than a
+            # class meant to stay empty: only n_classes declares one.
+            raise InvalidInputError(
+                f"class_names holds {len(names or ())} names {names} but {y_name} holds "
+                f"{seen.size} classes {_preview(seen)}: no row has class "
+                f"{_preview(empty)}; give one name per class, or declare the empty "
+                f"class(es) with n_classes={declared}")
         classes = np.arange(declared)
     else:
         classes = seen if order is None else order
