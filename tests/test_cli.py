@@ -126,6 +126,9 @@ def test_fit_then_evaluate(tmp_path, capsys):
     (["compare", "--perturb", "noise", "--copies", "1000000000"],
      "--copies must be at most 1,000"),
     (["compare", "--config", "/dev/zero"], "/dev/zero: not a regular file"),
+    # issue 25 item 7: --out "" ran everything, wrote nothing and exited 0
+    (["compare", "--out", ""], "--out must be a non-empty path"),
+    (["evaluate", "/nonexistent/post.nc", "--out", ""], "--out must be a non-empty path"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, needle, capsys):
     assert main([*argv, "--no-progress"] if argv[0] != "evaluate" else argv) == 2

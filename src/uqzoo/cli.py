@@ -243,7 +243,7 @@ def _cmd_compare(args) -> int:
     from uqzoo.comparison.compare import format_table
     from uqzoo.io import check_output_folder
 
-    if args.out:
+    if args.out is not None:        # "" is a mistake to report, not "no --out"
         check_output_folder(args.out, overwrite=args.overwrite, what="--out")
     config, data = _compare_config(args)
     # Every default filled in (each method's whole Config): the run below, and
@@ -296,7 +296,7 @@ def _cmd_compare(args) -> int:
         from uqzoo._data_checks import background_notes
         for note in background_notes(data.y_test, result.settings.fars):
             print(f"\nnote: {note}")
-    if args.out:
+    if args.out is not None:
         _write_compare_outputs(args, config_text, result, data)
     return 0
 
@@ -617,13 +617,13 @@ def _cmd_evaluate(args) -> int:
     from uqzoo.evaluate import evaluate
     from uqzoo.io import check_output_file, write_file_atomically
     from uqzoo.posterior import load_posterior
-    if args.out:
+    if args.out is not None:
         check_output_file(args.out, what="--out")
     post = load_posterior(args.posterior)
     data = _load_data(args)
     report = evaluate(post, data, levels=_parse_levels(args.levels), delta=args.delta)
     print(report.summary())
-    if args.out:
+    if args.out is not None:
         write_file_atomically(args.out, report.table.to_csv(index=False).encode(),
                               what="--out")
         print(f"wrote {args.out}")
