@@ -12,13 +12,15 @@ the data are hard. Two cases of fits that are right, per seed:
     HMC on the seed study's well-specified teacher (experiments/seed_study:
     sim-teacher p = 2, n_train 1000, n_test 2000, teacher_seed 0, teacher
     prior iid; 2×10 tanh, prior iid; 4 chains × 250 draws after 500 warm-up,
-    data and fit seed = replicate). ~2 min a fit on one core. The predictive
-    draws are cached under ``--cache`` so the detector can be re-run on them.
+    data and fit seed = replicate; judged at the study's levels and δ, read
+    from its study.toml). ~2 min a fit on a free core. The predictive draws
+    are cached under ``--cache`` so the detector can be re-run on them.
 
 Prints, per seed, coverage at 0.8 and the flags by severity, then the counts.
 
     python benchmarks/failure_false_alarms.py logistic --seeds 20
     python benchmarks/failure_false_alarms.py hmc --seeds 5 --cache /tmp/hmc_draws
+    python benchmarks/failure_false_alarms.py hmc --seeds 20 --cache /tmp/hmc_draws --cached-only
 """
 
 from __future__ import annotations
@@ -26,11 +28,18 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
 
 import uqzoo as uz
+
+# The seed study's levels and HCS threshold: its failure flags were raised at
+# every one of its levels, so the false-alarm rate is measured at the same.
+with open(Path(__file__).parents[1] / "experiments/seed_study/study.toml", "rb") as _f:
+    _STUDY = tomllib.load(_f)["study"]
+STUDY_LEVELS, STUDY_DELTA = tuple(_STUDY["levels"]), float(_STUDY["delta"])
 
 
 def logistic(seed: int):
@@ -64,14 +73,22 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=None)
+    parser.add_argument("--cached-only", action="store_true",
+                        help="hmc: judge only the seeds whose draws are in --cache (no fit)")
     args = parser.parse_args()
     failed = warned = 0
     seeds = range(args.first, args.first + args.seeds)
+    if args.cached_only and args.cache is None:
+        parser.error("--cached-only needs --cache")
+    if args.cached_only:
+        seeds = [s for s in seeds if (args.cache / f"hmc_seed{s}.npy").exists()]
     for seed in seeds:
         start = time.perf_counter()
         data, draws = logistic(seed) if args.case == "logistic" else hmc(seed, args.cache)
-        report = uz.evaluate(draws.astype(np.float64), data.y_test, levels=(0.8, 0.95),
-                             p_true=data.p_true_test)
+        levels, delta = ((0.8, 0.95), 0.2) if args.case == "logistic" else (STUDY_LEVELS,
+                                                                             STUDY_DELTA)
+        report = uz.evaluate(draws.astype(np.float64), data.y_test, levels=levels,
+                             delta=delta, p_true=data.p_true_test)
         hard = [f.kind for f in report.failures]
         soft = [f.kind for f in getattr(report, "fit_warnings", ())]
         failed += bool(hard)
