@@ -334,6 +334,17 @@ def test_a_failed_write_leaves_no_report_and_no_temporary(tmp_path, monkeypatch,
     assert [p.name for p in folder.iterdir()] == ["report.html"]
 
 
+def test_a_report_refuses_other_data_of_the_same_name_and_size(sim):
+    # issue 25 item 7: another seed's data (same name, same n_test) were described silently
+    data, result = sim
+    other = uz.datasets.load("sim-teacher", n_train=200, n_test=300,
+                             seed=data.meta["options"]["seed"] + 1)
+    assert (other.name, other.n_test) == (data.name, data.n_test)
+    with pytest.raises(uz.InvalidInputError, match=r"other test points or labels .*pass the "
+                                                   r"data it compared"):
+        uz.report.render_report(result, data=other)
+
+
 def test_an_unusable_path_is_refused_before_rendering(tmp_path, monkeypatch, small_result):
     data, result = small_result
     monkeypatch.setattr(report, "render_report", lambda *a, **k: pytest.fail("rendered"))

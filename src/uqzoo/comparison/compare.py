@@ -17,6 +17,7 @@ probabilities, a user's own scene included.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import time
 import warnings
@@ -173,6 +174,9 @@ class Settings:
     reference : ReferenceSettings or None
         With ``reference=``: where the reference posterior came from and
         whether it passed its gate.
+    test_fingerprint : str or None
+        :func:`fingerprint_test_set` of the compared data, so that a report is
+        never drawn from other data that share its name and size.
     """
 
     levels: tuple[float, ...]
@@ -185,6 +189,7 @@ class Settings:
     n_test: int | None
     data: tuple[tuple[str, str], ...]
     reference: ReferenceSettings | None = None
+    test_fingerprint: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -571,7 +576,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                         num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
                         data=describe_data(data, recalibration),
-                        reference=reference_settings)
+                        reference=reference_settings, test_fingerprint=fingerprint_test_set(data))
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
@@ -741,6 +746,16 @@ def _map_of(name: str, post: Any) -> dict[str, Any]:
             "shift": [float(v) for v in transform.shift],
             "converged": info.get("converged"), "nll_before": info.get("nll_before"),
             "nll_after": info.get("nll_after")}
+
+
+def fingerprint_test_set(data: Any) -> str:
+    """SHA-256 of a data set's test inputs and labels: which test set a result is of."""
+    digest = hashlib.sha256()
+    for array in (data.X_test, data.y_test):
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 def describe_data(data: Any, recalibration: Mapping[str, Any] | None = None

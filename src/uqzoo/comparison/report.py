@@ -280,6 +280,14 @@ def _check_same_data(data: Any, settings: Settings) -> None:
             f"data is {name!r} with {n_test} test points, but the comparison was run on "
             f"{settings.data_name!r} with {settings.n_test}: pass the data it compared "
             "(or none)")
+    if settings.test_fingerprint is not None:
+        from uqzoo.comparison.compare import fingerprint_test_set
+
+        if fingerprint_test_set(data) != settings.test_fingerprint:
+            raise InvalidInputError(
+                f"data is {name!r} with {n_test} test points like the comparison's, but other "
+                "test points or labels (another seed or split?): pass the data it compared "
+                "(or none)")
 
 
 def _describe_data(settings: Settings) -> str:
