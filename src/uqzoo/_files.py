@@ -136,7 +136,8 @@ def _check_name_length(target: Path, what: str, given: Path) -> None:
                             f"file system allows at most {name_max}")
 
 
-def check_output_file(path: object, what: str = "path") -> Path:
+def check_output_file(path: object, what: str = "path", *,
+                      example: str = "posterior.nc") -> Path:
     """Check that a file can be written at ``path``, before any work is done.
 
     Parameters
@@ -144,6 +145,9 @@ def check_output_file(path: object, what: str = "path") -> Path:
     path : str or os.PathLike
     what : str
         How the path is named in error messages (``"path"``, ``"--out"``).
+    example : str
+        The file name suggested when ``path`` is a directory (``"report.html"``
+        for a report).
 
     Returns
     -------
@@ -180,7 +184,7 @@ def check_output_file(path: object, what: str = "path") -> Path:
         raise _os_failure(exc, "inspect", given) from None
     if is_dir:
         raise _output_error(f"{what} {str(given)!r} is a directory; give a file path "
-                            f"such as {str(given / 'posterior.nc')!r}")
+                            f"such as {str(given / example)!r}")
     target = Path(os.path.realpath(given))
     _check_folder(target.parent, what, given)
     _check_name_length(target, what, given)

@@ -618,7 +618,7 @@ def _cmd_evaluate(args) -> int:
     from uqzoo.io import check_output_file, write_file_atomically
     from uqzoo.posterior import load_posterior
     if args.out is not None:
-        check_output_file(args.out, what="--out")
+        check_output_file(args.out, what="--out", example="metrics.csv")
     post = load_posterior(args.posterior)
     data = _load_data(args)
     report = evaluate(post, data, levels=_parse_levels(args.levels), delta=args.delta)

@@ -350,7 +350,8 @@ def test_an_unusable_path_is_refused_before_rendering(tmp_path, monkeypatch, sma
     monkeypatch.setattr(report, "render_report", lambda *a, **k: pytest.fail("rendered"))
     with pytest.raises(uz.OutputPathError, match="does not exist"):
         uz.write_report(result, tmp_path / "nowhere" / "report.html", data=data)
-    with pytest.raises(uz.OutputPathError, match="is a directory"):
+    with pytest.raises(uz.OutputPathError, match=r"is a directory; give a file path such as "
+                                                 r".*report\.html"):      # not posterior.nc
         uz.write_report(result, tmp_path, data=data)
 
 

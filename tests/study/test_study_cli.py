@@ -55,6 +55,11 @@ def test_bad_arguments_are_one_line(tmp_path, capsys):
                  "--address", "tcp://127.0.0.1:1"]) == 2
     assert _errors(capsys) == ["uqzoo: error: address is for executor='dask'; executor is "
                                "'local'"]
+    # issue 25 item 8: a folder as --out once suggested .../posterior.nc
+    assert main(["study", "export", str(tmp_path / "missing.sqlite"), "--summary",
+                 "--out", str(tmp_path)]) == 2
+    assert _errors(capsys) == [f"uqzoo: error: --out {str(tmp_path)!r} is a directory; give a "
+                               f"file path such as {str(tmp_path / 'summary.csv')!r}"]
 
 
 @pytest.mark.slow

@@ -706,6 +706,6 @@ def write_report(result: Comparison, path: str | Path, *, data: Any = None,
     """
     from uqzoo.io import check_output_file, write_file_atomically
 
-    check_output_file(path, what="path")        # before the rendering, not after it
+    check_output_file(path, what="path", example="report.html")   # before the rendering
     page = render_report(result, data=data, title=title, settings=settings)
     return write_file_atomically(path, page.encode("utf-8"), what="path")

@@ -114,7 +114,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
                                             for m in ("pyarrow", "fastparquet")):
         raise UqzooError("--format parquet needs pyarrow (pip install pyarrow); or use "
                          "--format csv")
-    check_output_file(args.out, what="--out")      # before reading, not after
+    check_output_file(args.out, what="--out",      # before reading, not after
+                      example=f"{'summary' if args.summary else 'results'}.{args.format}")
     table = load(args.store, status=args.status)
     if args.summary:
         table = summarize(table)
