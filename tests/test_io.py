@@ -159,6 +159,19 @@ def test_failed_save_leaves_the_existing_file_intact(fitted, tmp_path, monkeypat
     assert_identical(fitted["hmc"], uz.load_posterior(path))
 
 
+def test_a_failed_write_in_a_staged_folder_names_the_folder_asked_for(tmp_path):
+    # issue 25 item 8: disk full in `compare --out` named the internal staging folder
+    target = tmp_path / "results"
+    with pytest.raises(OutputPathError) as info:
+        with io.staged_folder(target, what="--out") as staging:
+            raise _files._os_failure(OSError(errno.ENOSPC, "No space left on device"),
+                                     "write", staging / "report.html")
+    message = str(info.value)
+    assert f"could not write {str(target / 'report.html')!r}: no space left" in message
+    assert ".tmp" not in message and info.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
 _FILL_THE_DISK = """
 import resource, signal, sys
 import numpy as np

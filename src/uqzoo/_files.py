@@ -428,6 +428,13 @@ def staged_folder(path: object, *, overwrite: bool = False,
         _publish_folder(staging, target, overwrite, what)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OutputPathError) and str(staging) in str(exc):
+            # A write inside named the temporary folder, which the user never asked
+            # for and which is gone now: name the file where it was meant to appear.
+            moved = _output_error(str(exc).replace(str(staging), str(target)), None,
+                                  (exc.filename or "").replace(str(staging), str(target)))
+            moved.errno, moved.strerror = exc.errno, exc.strerror
+            raise moved from exc
         if isinstance(exc, OSError) and not isinstance(exc, OutputPathError):
             raise _os_failure(exc, "write", target) from exc
         raise
