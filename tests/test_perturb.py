@@ -357,6 +357,8 @@ def test_recomputed_truth_is_calibrated_on_the_gaussian_mixture(family, magnitud
      r"k must be >= 1, got 0"),
     (lambda d: uz.perturb.copies(d, "illumination", k=10**9), InvalidInputError,   # issue 25
      r"k must be at most 1,000 .*got 1,000,000,000"),
+    (lambda d: uz.perturb.copies(d, "gaussian_noise:1e308-1e308", k=1), InvalidInputError,
+     r"gaussian_noise at magnitude 1e\+308 .*overflow"),   # issue 25: was "must be finite"
     (lambda d: uz.perturb.copies(d, "illumination", k=2.5), InvalidTypeError,
      r"k must be an integer, got 2\.5"),
     (lambda d: uz.perturb.copies(d, "illumination", seed=-1), InvalidInputError,

@@ -578,7 +578,15 @@ def _perturbed(data: Any, pert: Perturbation, magnitude: float, seed: int, ctx: 
                truth: _Truth, copy: int | None = None) -> Any:
     fam = FAMILIES[pert.family]
     rng = np.random.default_rng(seed)
-    channel = fam.transform(ctx.to_raw(data.X_test), magnitude, rng, ctx, pert.fill)
+    with np.errstate(over="ignore", invalid="ignore"):     # reported below, in words
+        channel = fam.transform(ctx.to_raw(data.X_test), magnitude, rng, ctx, pert.fill)
+        X_test = ctx.from_raw(channel.X)
+    limit = float(np.finfo(np.float32).max)
+    if not np.all(np.isfinite(X_test)) or np.abs(X_test).max() > limit:
+        raise InvalidInputError(
+            f"{pert.family} at magnitude {magnitude:g} ({fam.magnitude}) makes the perturbed "
+            f"test features overflow (beyond float32's {limit:.3g}); use a magnitude nearer "
+            f"its default range {fam.default[0]:g}-{fam.default[1]:g}")
     p_true = None
     if truth.kind == "unchanged":
         p_true = data.p_true_test
@@ -598,8 +606,7 @@ def _perturbed(data: Any, pert: Perturbation, magnitude: float, seed: int, ctx: 
         else:
             meta["uncertain_fraction"] = float(np.mean((p_true[:, 1] > 0.05)
                                                        & (p_true[:, 1] < 0.95)))
-    return dataclasses.replace(data, X_test=ctx.from_raw(channel.X), p_true_test=p_true,
-                               meta=meta)
+    return dataclasses.replace(data, X_test=X_test, p_true_test=p_true, meta=meta)
 
 
 def apply(data: Any, family: str | Perturbation, magnitude: float, *, seed: int = 0,
