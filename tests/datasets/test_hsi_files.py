@@ -3,6 +3,7 @@ target-vs-background, spatial splits with a guard band, and errors that name cla
 by the labels the user wrote."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -106,6 +107,22 @@ def test_envi_label_file(tmp_path):
     envi.save_image(str(tmp_path / "gt.hdr"), labels.astype(np.uint8)[..., None],
                     dtype=np.uint8, force=True)
     _same(datasets.from_hsi(cube, tmp_path / "gt.hdr"), datasets.from_hsi(cube, labels))
+
+
+def test_an_envi_header_larger_than_its_data_file_says_so(tmp_path):
+    # issue 25 item 8: a header declaring 40 TB gave "cannot read ENVI file ...: " and nothing
+    envi = pytest.importorskip("spectral.io.envi")
+    cube, labels = _scene()
+    envi.save_image(str(tmp_path / "cube.hdr"), cube, dtype=np.float32, force=True)
+    header = (tmp_path / "cube.hdr").read_text()
+    header = re.sub(r"lines = \d+", "lines = 100000", header)
+    header = re.sub(r"samples = \d+", "samples = 100000", header)
+    header = re.sub(r"bands = \d+", "bands = 1000", header)
+    (tmp_path / "cube.hdr").write_text(header)
+    with pytest.raises(uz.FileFormatError, match=r"header declares \(100000, 100000, 1000\) "
+                                                 r"\(40,000,000,000,000 bytes\) but the data "
+                                                 r"file .* holds 4,608"):
+        datasets.from_hsi(tmp_path / "cube.hdr", labels)
 
 
 def test_variables_found_or_named_and_ambiguity_lists_them(tmp_path):

@@ -668,9 +668,22 @@ def _read_envi(path: str) -> np.ndarray:
             "pip install 'uqzoo[hsi]'"
         ) from exc
     try:
-        return np.asarray(envi.open(path).load())
+        image = envi.open(path)
+        # The header's size, checked against the data file before load() allocates it:
+        # a 40 TB header over a small file otherwise ends in a bare MemoryError.
+        declared = math.prod(int(n) for n in image.shape) * np.dtype(image.dtype).itemsize
+        available = os.path.getsize(image.filename) - int(getattr(image, "offset", 0))
+        if declared > available:
+            raise FileFormatError(
+                f"cannot read ENVI file {path!r}: its header declares {image.shape} "
+                f"({declared:,} bytes) but the data file {image.filename!r} holds "
+                f"{max(available, 0):,}; the header or the file is wrong")
+        return np.asarray(image.load())
+    except FileFormatError:
+        raise
     except Exception as exc:  # spectral raises its own and OSError/ValueError kinds
-        raise FileFormatError(f"cannot read ENVI file {path!r}: {exc}") from exc
+        reason = str(exc) or type(exc).__name__      # a MemoryError has no message
+        raise FileFormatError(f"cannot read ENVI file {path!r}: {reason}") from exc
 
 
 def _read_png(path: str) -> np.ndarray:
