@@ -133,6 +133,19 @@ def test_missing_or_unreadable_files_are_named(tmp_path):
         read_config(3)
 
 
+def test_a_data_file_behind_a_link_keeps_its_name_and_an_unreadable_type_is_named(tmp_path):
+    # issue 25 item 8: a link data.csv -> blob.bin was reported as an unknown data set name,
+    # without the file or the key
+    (tmp_path / "blob.bin").write_bytes(b"label,x\n0,1\n")
+    (tmp_path / "data.csv").symlink_to("blob.bin")
+    (tmp_path / "linked.toml").write_text('[data]\ndataset = "data.csv"\ntarget = "label"\n')
+    assert read_config(tmp_path / "linked.toml").dataset == str(tmp_path / "data.csv")
+    (tmp_path / "blob.toml").write_text('[data]\ndataset = "blob.bin"\n')
+    with pytest.raises(uz.InvalidInputError, match=r"^blob.toml: data.dataset: 'blob.bin' is a "
+                                                   r"file of a type uqzoo does not read"):
+        read_config(tmp_path / "blob.toml")
+
+
 # -- files as data: paths relative to the config, "none" for None -------------------------
 
 def _scene(folder):

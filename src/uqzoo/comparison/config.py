@@ -148,8 +148,8 @@ def config_data(dataset: str, options: Mapping[str, Any]) -> tuple[str, dict[str
             out["read_csv"] = {**dict(out.get("read_csv") or {}), **extra}
     labels = out.get("labels")
     if isinstance(labels, str) and Path(labels).is_file():
-        out["labels"] = str(Path(labels).resolve())
-    return str(Path(dataset).resolve()), out
+        out["labels"] = os.path.abspath(labels)
+    return os.path.abspath(dataset), out         # links kept, as _resolve_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -571,8 +571,10 @@ def _read_perturb(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
 
 
 def _resolve_path(text: str, folder: Path) -> str:
+    # Absolute, but links kept: a link data.csv -> blob.bin stays a .csv by name,
+    # which is what chose its loader (resolving it made the name a built-in's).
     path = Path(os.path.expanduser(text))
-    return str(path if path.is_absolute() else (folder / path).resolve())
+    return os.path.abspath(path if path.is_absolute() else folder / path)
 
 
 def _read_data(raw: object, path: Path) -> tuple[str, dict[str, Any]]:
@@ -583,6 +585,11 @@ def _read_data(raw: object, path: Path) -> tuple[str, dict[str, Any]]:
     kind = data_kind(dataset)
     if kind is None:
         if dataset not in datasets.names():
+            if Path(_resolve_path(dataset, path.parent)).is_file():
+                raise InvalidInputError(
+                    f"{toml.where(path, 'data.dataset')}: {dataset!r} is a file of a type "
+                    f"uqzoo does not read; name a file ending in "
+                    f"{', '.join(HSI_FILES + TABLE_FILES)}, or a built-in data set")
             raise InvalidInputError(
                 f"{toml.where(path, 'data.dataset')}: unknown data set {dataset!r}; allowed: "
                 f"{', '.join(datasets.names())}, or a file ending in "
