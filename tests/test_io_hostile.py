@@ -171,6 +171,7 @@ def test_other_value_changing_attributes_are_refused(saved, attr, value):
      "does not describe a valid MLPSpec"),
     ("classes", '"ab"', "'classes' must be a JSON list or null"),
     ("classes", '["a", "a"]', "classes must hold 2 distinct labels"),
+    ("classes", '[[0, 1], [2]]', "classes must hold 2 distinct labels"),   # issue 25 item 8
     ("versions", "[]", "'versions' must be a JSON object"),
     ("predictive", "quantum", "predictive must be one of"),
 ])

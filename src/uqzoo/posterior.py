@@ -49,8 +49,10 @@ def _check_classes(classes: object, n_classes: int) -> tuple[Any, ...]:
             and not isinstance(classes, np.ndarray)):
         raise InvalidTypeError(f"classes must be a sequence of labels, got {_show(classes)}")
     labels = tuple(v.item() if isinstance(v, np.generic) else v for v in classes)
-    if len(labels) != n_classes or len(set(labels)) != n_classes or not all(
-            isinstance(v, (str, int, float, bool)) for v in labels):
+    # The types first: set() of a list label (a file's [[0, 1], ...]) raises TypeError.
+    if len(labels) != n_classes or not all(
+            isinstance(v, (str, int, float, bool)) for v in labels) \
+            or len(set(labels)) != n_classes:
         raise InvalidInputError(
             f"classes must hold {n_classes} distinct labels (str, int, float or bool), "
             f"one per class, got {_show(classes)}")
