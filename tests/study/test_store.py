@@ -143,6 +143,30 @@ def test_a_full_disk_during_a_run_is_one_clear_error_and_keeps_the_store(study, 
         assert store.counts()["done"] == 2
 
 
+def test_a_link_to_the_store_meets_the_same_lock(study, tmp_path):
+    # issue 25 item 4: --store alias.sqlite (a link) ran beside --store s.sqlite
+    path = tmp_path / "s.sqlite"
+    (tmp_path / "alias.sqlite").symlink_to(path)
+    with Store(path), pytest.raises(OutputPathError, match="another study run"):
+        Store(tmp_path / "alias.sqlite").open()
+
+
+def test_a_store_refuses_another_file_of_the_same_study_name(study, tmp_path):
+    # issue 25 item 4: another n_train under the same name was pooled silently
+    other_path = tmp_path / "edited.toml"
+    other_path.write_text(STUDY.replace("n_train = [100, 200]", "n_train = [100, 300]"))
+    assert other_path.read_text() != STUDY
+    other = uz.study.read_study(other_path)
+    assert other.name == study.name
+    with Store(tmp_path / "s.sqlite") as store:
+        store.plan(study, study.tasks())
+        store.plan(study, study.tasks())                 # the same file again: resumed
+        with pytest.raises(InvalidInputError, match=rf"already holds study {study.name!r} "
+                                                    r"from another study file .*new store"):
+            store.plan(other, other.tasks())
+        assert store.counts()["pending"] == len(study.tasks())
+
+
 def test_not_a_store(tmp_path):
     text = tmp_path / "notes.sqlite"
     text.write_text("hello " * 200)

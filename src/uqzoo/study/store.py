@@ -33,8 +33,11 @@ killed at any moment, even by SIGKILL, leaves every finished task complete
 and no task half-written. A second run does only what is not ``done``
 (``retry_failed`` adds the failed tasks). Readers (``load``, ``uqzoo study
 status``) may read while a run writes. One run at a time: ``run()`` holds an
-advisory lock on ``<store>.lock`` (released by the operating system when the
-driver dies, so a killed run never blocks the next).
+advisory lock on ``<store>.lock`` of the resolved file, so that a link to
+the store meets the same lock (released by the operating system when the
+driver dies, so a killed run never blocks the next). One study file per
+study name: a store refuses a file whose text differs from the one it was
+planned with under the same name, so no summary pools two settings.
 """
 
 from __future__ import annotations
@@ -285,7 +288,8 @@ class Store:
             raise OutputPathError(f"{self._what} {str(self.path)!r}: its folder "
                                   f"{str(self.path.parent)!r} does not exist")
         # The lock first: two runs starting at once must not both create the schema.
-        self._lock = _take_lock(self.path, self._what)
+        # On the resolved file: a second driver through a link must meet the same lock.
+        self._lock = _take_lock(Path(os.path.realpath(self.path)), self._what)
         try:
             self._con = _connect(self.path, create=True, what=self._what)
         except BaseException:
@@ -319,6 +323,19 @@ class Store:
         rows = [(t.id, t.study, t.dataset, t.setting, t.method, t.variant, t.replicate,
                  t.seed, t.data_seed, t.config_json) for t in tasks]
         with _transaction(self.con) as con:
+            other = con.execute("SELECT path, planned FROM studies WHERE name = ? AND "
+                                "sha256 != ? ORDER BY planned LIMIT 1",
+                                (study.name, study.sha256)).fetchone()
+            if other is not None:
+                # Tasks of both files would share the study's name: status would count
+                # them together and summaries average different settings as replicates.
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(other[1]))
+                raise InvalidInputError(
+                    f"{self._what} {str(self.path)!r} already holds study {study.name!r} from "
+                    f"another study file ({other[0]!r} as planned {when}, different text); "
+                    "a store keeps one file per study name so that results are never pooled "
+                    "across settings: run this file into a new store, or give it another "
+                    "[study] name")
             con.execute("INSERT OR IGNORE INTO studies VALUES (?, ?, ?, ?, ?)",
                         (study.sha256, study.name, str(study.path), study.source, time.time()))
             con.executemany(
