@@ -229,3 +229,45 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+_DRIVER = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from uqzoo.study.runner import _init_local_worker
+pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                           initializer=_init_local_worker, initargs=(1, os.getpid()))
+print(pool.submit(os.getpid).result(), flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether /proc shows the process, not as a zombie (dead, unreaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = next(line for line in status.splitlines() if line.startswith("State:"))
+    return "Z" not in state.split()[1]
+
+
+@pytest.mark.slow          # two interpreters spawn and import uqzoo: seconds, not ms
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_dies_with_its_killed_driver():
+    # issue 25 item 5: kill -9 of the driver left its worker idle (747 MB) under PID 1
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        worker = int(driver.stdout.readline())
+        assert _alive(worker)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(worker), f"worker {worker} outlived its driver"
+    finally:
+        driver.kill()
+        driver.wait()
+        driver.stdout.close()

@@ -364,7 +364,32 @@ def _failure(task: Task, error: str) -> dict[str, Any]:
 
 # -- executors ------------------------------------------------------------------------------
 
-def _init_local_worker(threads: int) -> None:
+def _die_with(parent: int) -> None:
+    """Make this worker die when its driver does, even by SIGKILL (Linux).
+
+    A pool worker of a killed driver is reparented to init and idles forever,
+    holding its memory (hundreds of MB of JAX and a data set): the kernel's
+    parent-death signal ends it instead. Checked against ``parent`` after it is
+    set, for a driver that died before.
+    """
+    if not sys.platform.startswith("linux"):
+        return                               # elsewhere: the pool's own pipes only
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1                     # <linux/prctl.h>
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init_local_worker(threads: int, parent: int | None = None) -> None:
+    if parent is not None:
+        _die_with(parent)
     _limit_threads(threads)
 
 
@@ -379,7 +404,8 @@ def _run_local(tasks: Sequence[Task], workers: int,
     # child of a threaded process can deadlock.
     pool = ProcessPoolExecutor(max_workers=workers,
                                mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_local_worker, initargs=(threads,))
+                               initializer=_init_local_worker,
+                               initargs=(threads, os.getpid()))
     clean = False
     try:
         futures = {pool.submit(execute, task, threads): task for task in tasks}
