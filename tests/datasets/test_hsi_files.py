@@ -381,6 +381,29 @@ def test_an_array_header_larger_than_its_file_is_refused_before_allocation(tmp_p
             datasets.from_hsi(tmp_path / name, labels)
 
 
+def test_an_npz_member_not_asked_for_is_never_decompressed(tmp_path, monkeypatch):
+    # issue 25 item 1: a 1.5 MB .npz holding an unused 1.5 GiB array of zeros took 1.6 GB,
+    # every member being decompressed when the file was opened
+    import zipfile
+
+    cube, labels = _scene()
+    np.savez_compressed(tmp_path / "scene.npz", cube=cube, gt=labels,
+                        unused=np.zeros((2, 3), np.float32))
+    opened = []
+    real_open = zipfile.ZipFile.open
+
+    def watched(self, name, *args, **kwargs):
+        opened.append(getattr(name, "filename", name))
+        return real_open(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", watched)
+    data = datasets.from_hsi(tmp_path / "scene.npz", None, cube_key="cube", labels_key="gt")
+    assert data.meta["cube_key"] == "cube" and data.meta["labels_key"] == "gt"
+    # each member's header is read once; the data only of the two picked
+    assert opened.count("unused.npy") == 1
+    assert opened.count("cube.npy") == 2 and opened.count("gt.npy") == 2
+
+
 def test_split_options_apply_only_where_they_mean_something():
     cube, labels = _scene()
     cases = [({"split": "left-right", "test_size": 0.3}, "test_size=0.3 applies to split"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import lzma
 import math
 import numbers
@@ -564,77 +565,115 @@ def _describe(arrays: Mapping[str, np.ndarray]) -> str:
                      for k, v in sorted(arrays.items()))
 
 
-def _npy_data_bytes(handle: Any, name: str) -> tuple[int, int]:
-    """(bytes its header declares, header length) of the .npy array at ``handle``."""
+def _npy_header(handle: Any) -> tuple[tuple[int, ...], np.dtype, int] | None:
+    """(shape, dtype, header length) of the .npy array at ``handle``; None if not one."""
     from numpy.lib import format as npy
 
     start = handle.tell()
     try:
         version = npy.read_magic(handle)
     except ValueError:
-        return 0, 0                       # not a .npy member: np.load says what it is
+        return None
     read_header = npy.read_array_header_1_0 if version == (1, 0) else \
         npy.read_array_header_2_0
     shape, _, dtype = read_header(handle)
-    return math.prod(shape) * dtype.itemsize, handle.tell() - start
+    return tuple(shape), dtype, handle.tell() - start
 
 
-def _check_array_headers(handle: Any, path: str, suffix: str) -> None:
+def _check_declared(shape: tuple[int, ...], dtype: np.dtype, available: int,
+                    where: str) -> None:
     """Refuse an array whose header declares more data than its file holds.
 
     np.load allocates the declared shape before reading: a 200-byte .npy that
     claims 36 TiB would end in a MemoryError (or swap the machine) otherwise.
     """
-    def check(declared: int, available: int, where: str) -> None:
-        if declared > available:
-            raise FileFormatError(
-                f"cannot read {where}: its array header declares {declared:,} bytes of data but "
-                f"the file holds at most {max(available, 0):,}; the file is damaged or was not "
-                "written by numpy")
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > available:
+        raise FileFormatError(
+            f"cannot read {where}: its array header declares {declared:,} bytes of data but "
+            f"the file holds at most {max(available, 0):,}; the file is damaged or was not "
+            "written by numpy")
 
-    if suffix == ".npy":
-        size = os.fstat(handle.fileno()).st_size
-        declared, header = _npy_data_bytes(handle, path)
-        handle.seek(0)
-        check(declared, size - header, repr(path))
-        return
-    try:
-        archive = zipfile.ZipFile(handle)
-    except zipfile.BadZipFile:
-        handle.seek(0)
-        return                            # np.load reports it
-    with archive:
+
+@dataclasses.dataclass(frozen=True)
+class _NpzMember:
+    """One array of a .npz file, known by its header and read only when picked.
+
+    Every member used to be decompressed when the file was opened: a 1.5 MB
+    file holding an unused 1.5 GiB array of zeros then took 1.6 GB.
+    """
+
+    path: str
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def load(self) -> np.ndarray:
+        try:
+            with open(self.path, "rb") as handle, np.load(handle) as archive:
+                return np.asarray(archive[self.name])     # allow_pickle stays False
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as exc:
+            raise FileFormatError(f"cannot read {self.name!r} of {self.path!r}: {exc}") \
+                from exc
+
+
+def _npz_members(path: str) -> dict[str, Any]:
+    """The arrays of a .npz file by name, as headers (:class:`_NpzMember`), sizes checked."""
+    members: dict[str, Any] = {}
+    with open(path, "rb") as handle, zipfile.ZipFile(handle) as archive:
         for info in archive.infolist():
-            if info.filename.endswith(".npy"):
-                with archive.open(info) as member:
-                    declared, header = _npy_data_bytes(member, info.filename)
-                # The directory's uncompressed size can be forged; deflate cannot
-                # expand more than MAX_DEFLATE_RATIO:1, and a stored member not at all.
-                ratio = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: MAX_DEFLATE_RATIO}
-                available = info.file_size
-                if info.compress_type in ratio:
-                    available = min(available, info.compress_size * ratio[info.compress_type])
-                check(declared, available - header, f"{info.filename!r} in {path!r}")
-    handle.seek(0)
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as member:
+                header = _npy_header(member)
+            if header is None:
+                raise FileFormatError(f"{info.filename!r} in {path!r} is not a .npy array")
+            shape, dtype, length = header
+            if dtype.hasobject:
+                raise FileFormatError(f"{info.filename!r} in {path!r} holds Python objects "
+                                      "(dtype object); uqzoo reads numeric arrays only")
+            # The directory's uncompressed size can be forged; deflate cannot expand
+            # more than MAX_DEFLATE_RATIO:1, and a stored member not at all.
+            ratio = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: MAX_DEFLATE_RATIO}
+            available = info.file_size
+            if info.compress_type in ratio:
+                available = min(available, info.compress_size * ratio[info.compress_type])
+            _check_declared(shape, dtype, available - length, f"{info.filename!r} in {path!r}")
+            name = info.filename[:-4]
+            members[name] = _NpzMember(path, name, shape, dtype)
+    return members
 
 
-def _read_arrays(path: str, what: str) -> dict[str, np.ndarray]:
-    """All arrays of a .npz, .mat or .npy file (a .npy holds one, named by the file)."""
+def _loaded(value: Any) -> Any:
+    """A picked array: an :class:`_NpzMember` read now, anything else as it is."""
+    return value.load() if isinstance(value, _NpzMember) else value
+
+
+def _read_arrays(path: str, what: str) -> dict[str, Any]:
+    """The arrays of a .npz, .mat or .npy file (a .npy holds one, named by the file);
+    a .npz's as :class:`_NpzMember` headers, read when picked."""
     suffix = _suffix(path)
     if suffix in (".npz", ".npy"):
         try:
-            # Open the file here: np.load leaks its handle when the archive is damaged.
+            if suffix == ".npz":
+                return _npz_members(path)
+            # Open the file here: np.load leaks its handle when the file is damaged.
             with open(path, "rb") as handle:
-                _check_array_headers(handle, path, suffix)
+                header = _npy_header(handle)
+                if header is None:
+                    raise FileFormatError(f"{path!r} is not a .npy array file")
+                shape, dtype, length = header
+                _check_declared(shape, dtype, os.fstat(handle.fileno()).st_size - length,
+                                repr(path))
+                handle.seek(0)
                 loaded = np.load(handle)  # allow_pickle stays False
-                if suffix == ".npy":
-                    if not isinstance(loaded, np.ndarray):
-                        raise FileFormatError(f"{path!r} is not a .npy array file")
-                    return {os.path.basename(path)[:-4]: loaded}
-                if not isinstance(loaded, np.lib.npyio.NpzFile):
-                    raise FileFormatError(f"{path!r} is not an .npz archive of named arrays")
-                with loaded as z:
-                    return {k: z[k] for k in z.files}
+                if not isinstance(loaded, np.ndarray):
+                    raise FileFormatError(f"{path!r} is not a .npy array file")
+                return {os.path.basename(path)[:-4]: loaded}
         except FileFormatError:
             raise
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
@@ -719,10 +758,10 @@ def _pick(arrays: Mapping[str, np.ndarray], key: str | None, *, what: str, key_n
             raise InvalidInputError(
                 f"{key_name}={key!r} is not in {path!r}; it holds {_describe(arrays)}"
             )
-        return key, arrays[key]
+        return key, _loaded(arrays[key])
     candidates = sorted(k for k, v in arrays.items() if fits(v))
     if len(candidates) == 1:
-        return candidates[0], arrays[candidates[0]]
+        return candidates[0], _loaded(arrays[candidates[0]])
     if not candidates:
         raise InvalidInputError(
             f"{path!r} holds no {fits_text} to use as the {what}; it holds "
@@ -736,7 +775,8 @@ def _pick(arrays: Mapping[str, np.ndarray], key: str | None, *, what: str, key_n
 
 
 def _is_numeric_cube(value: object) -> bool:
-    return isinstance(value, np.ndarray) and value.ndim == 3 and value.dtype.kind in "biuf"
+    return (isinstance(value, (np.ndarray, _NpzMember)) and value.ndim == 3
+            and value.dtype.kind in "biuf")
 
 
 def _load_cube(cube: object, cube_key: str | None
