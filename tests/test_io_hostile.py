@@ -129,6 +129,19 @@ def test_compressed_data_within_zlib_limits_loads(saved):
     assert uz.load_posterior(saved).diagnostics["zeros"].shape == (1000, 1000)
 
 
+def test_a_file_of_many_compressed_variables_of_zeros_is_refused_as_a_whole(saved):
+    # issue 25 item 1: a 2.1 MB file of gzip variables of zeros made evaluate use 2.5 GB:
+    # each variable was bounded (1032:1), the file as a whole not
+    zeros = np.zeros((2048, 1024), np.float32)                      # 8 MiB each
+    with h5py.File(saved, "r+") as f:
+        for i in range(3):
+            f["diagnostics"].create_dataset(f"zeros{i}", data=zeros, compression="gzip",
+                                            chunks=(2048, 1024))
+    assert saved.stat().st_size < 2**20
+    _refused(saved, r"its variables declare 25,1\d\d,\d{3} bytes in all, more than 64 times "
+                    r"the file's .*compression bomb")
+
+
 def test_other_filters_are_refused(saved):
     with h5py.File(saved, "r+") as f:
         f["diagnostics"].create_dataset("packed", data=np.zeros(100, np.int32),
@@ -179,6 +192,14 @@ def test_root_attributes_are_parsed_against_their_declared_type(saved, attr, val
     with h5py.File(saved, "r+") as f:
         f.attrs[attr] = value
     _refused(saved, needle)
+
+
+def test_a_variable_length_attribute_over_the_cap_is_refused_before_parsing(saved):
+    # issue 25 item 1: a 64 MB variable-length 'config' loaded (974 MB) despite the 16 MiB cap,
+    # h5py reporting 16 bytes of storage for it
+    with h5py.File(saved, "r+") as f:
+        f.attrs["config"] = '{"num_members": 4, "pad": "' + "x" * (2**24 + 1) + '"}'
+    _refused(saved, "attribute 'config' of the root is larger than 16 MiB")
 
 
 def test_a_root_attribute_of_the_wrong_kind_is_refused(saved):

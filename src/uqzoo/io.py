@@ -52,7 +52,8 @@ data is read*:
   :data:`~uqzoo._limits.MAX_DRAW_BYTES`, sample statistics and
   diagnostics by :data:`MAX_AUX_ELEMENTS` per variable, and every variable must
   be backed by the bytes the file stores (uncompressed, or deflate-compressed
-  at most 1032:1, zlib's maximum), so a small file cannot declare gigabytes;
+  at most 1032:1, zlib's maximum), and all of them together by 64 times the
+  file's size (plus 16 MiB), so a small file cannot declare gigabytes;
 - no CF decoding: a variable that asks for one (``scale_factor``,
   ``add_offset``, ``_Unsigned``, ``missing_value``, ``valid_*``, ``units``,
   ``calendar``, a non-NaN ``_FillValue``) is refused rather than silently
@@ -121,6 +122,14 @@ _MAX_VARIABLES = 10_000
 
 # A deflate-compressed variable may declare at most this many times the bytes it stores.
 _MAX_DEFLATE_RATIO = MAX_DEFLATE_RATIO
+
+# All the variables of a file together may declare at most this many times the
+# file's size, plus the slack: uqzoo writes uncompressed (ratio 1), and zlib
+# shrinks float draws by less than 2:1; 64:1 leaves room for constant
+# diagnostics (an all-False divergence flag), while a 2 MB file of zeros can
+# no longer declare gigabytes. The slack covers small files of such flags.
+_MAX_FILE_RATIO = 64
+_FILE_RATIO_SLACK = 2**24
 
 _GROUPS = ("posterior", "sample_stats", "diagnostics", "anchor")
 # Attributes that make CF decoding rescale, mask or reinterpret values.
@@ -270,6 +279,19 @@ def _check_backed(dset, where: str) -> None:
                    f"never written")
 
 
+def _check_total(datasets: list[Any], file_size: int) -> None:
+    """All variables together may declare at most _MAX_FILE_RATIO times the file's size
+    (plus _FILE_RATIO_SLACK): each one's own bound (1032:1 when deflated) would let a
+    small file of many compressed variables of zeros declare gigabytes."""
+    declared = sum(math.prod(d.shape) * d.dtype.itemsize for d in datasets)
+    limit = _MAX_FILE_RATIO * file_size + _FILE_RATIO_SLACK
+    if declared > limit:
+        raise _Bad(f"its variables declare {declared:,} bytes in all, more than "
+                   f"{_MAX_FILE_RATIO} times the file's {file_size:,} bytes (plus "
+                   f"{_FILE_RATIO_SLACK // 2**20} MiB); uqzoo writes its files uncompressed, "
+                   "and compressed draws shrink by far less: a compression bomb?")
+
+
 def _is_scale(dset) -> bool:
     """A netCDF dimension scale (``chain``, ``draw``, ``<var>_dim_<i>``): never read."""
     import h5py
@@ -279,10 +301,18 @@ def _is_scale(dset) -> bool:
 def _read_attr(obj, name: str, where: str) -> Any:
     """One attribute, its size checked before it is read."""
     attr_id = obj.attrs.get_id(name)
+    too_large = _Bad(f"attribute {name!r} of {where} is larger than "
+                     f"{_MAX_ATTRIBUTE_BYTES // 2**20} MiB")
     if attr_id.get_storage_size() > _MAX_ATTRIBUTE_BYTES:
-        raise _Bad(f"attribute {name!r} of {where} is larger than "
-                   f"{_MAX_ATTRIBUTE_BYTES // 2**20} MiB")
-    return obj.attrs[name]
+        raise too_large
+    value = obj.attrs[name]
+    # A variable-length string reports 16 bytes of storage (its heap reference),
+    # whatever its length: measured once read (attributes are never compressed,
+    # so this costs no more than the file's own bytes), before any JSON parsing,
+    # which would cost ~15 times as much.
+    if isinstance(value, (str, bytes)) and len(value) > _MAX_ATTRIBUTE_BYTES:
+        raise too_large
+    return value
 
 
 def _string_attr(obj, name: str, where: str) -> str:
@@ -595,6 +625,8 @@ def read_posterior(path) -> dict[str, Any]:
             diag_sets = _aux(f["diagnostics"], "/diagnostics", None)
             anchor_sets = _params(f["anchor"], spec, "/anchor", ())[0] \
                 if "anchor" in groups else None
+            _check_total([*draw_sets.values(), *stat_sets.values(), *diag_sets.values(),
+                          *(anchor_sets or {}).values()], path.stat().st_size)
             diag_attrs = _diagnostic_attrs(f["diagnostics"], "/diagnostics")
             draws = {k: _read(d, f"/posterior/{k}", leading=True) for k, d in draw_sets.items()}
             stats = {k: _read(d, f"/sample_stats/{k}") for k, d in stat_sets.items()}
