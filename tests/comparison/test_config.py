@@ -112,6 +112,8 @@ def test_a_small_file_reads_with_defaults_for_what_it_leaves_out(tmp_path):
     ("[compare]\nseed = 1\nseed = 2\n", ["run.toml: compare.seed: key given twice (line 3)"]),
     ("[compare\nseed = 1\n", ["run.toml: not valid TOML"]),
     ("[compare]\nseed = 1979-05-27\n", ["compare.seed: must be an integer"]),
+    ("[compare]\nperturb = [\"noise\"]\ncopies = 1000000000\n",       # issue 25 item 3
+     ["run.toml: compare.copies: copies must be at most 1,000", "1,000,000,000"]),
 ])
 def test_mistakes_name_file_key_and_what_is_allowed(tmp_path, text, needles):
     with pytest.raises(uz.UqzooError) as caught:
