@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+import jax
 import matplotlib
 from hypothesis import settings
 
@@ -10,15 +11,17 @@ matplotlib.use("Agg")  # no screen on CI machines
 
 # XLA compilation is most of the time of a short fit (a quick 20-epoch fit
 # compiles for about 1 s and trains for 0.1 s), and the suite compiles the same
-# programs again in each xdist worker, each CLI subprocess and each notebook
-# kernel. JAX's persistent cache shares them: these environment variables are
-# read when jax is first imported, here and in every child process. Compiled
-# programs are keyed by their HLO, backend and flags, so a hit runs exactly
-# what a fresh compilation would. `.jax_cache/` is git-ignored; capped at 1 GB.
-_JAX_CACHE = Path(__file__).resolve().parent.parent / ".jax_cache"
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_JAX_CACHE))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**30))
+# programs again in each xdist worker and again for each new NumPyro sampler.
+# JAX's persistent cache shares them; a hit runs exactly what a fresh
+# compilation would (entries are keyed by HLO, backend and flags). Only the
+# test processes use it: set through jax.config, not the environment, so the
+# CLI subprocesses that tests kill or starve of disk never write a torn entry.
+# The size cap turns on JAX's file lock, which keeps the two workers from
+# reading each other's half-written entries. `.jax_cache/` is git-ignored.
+jax.config.update("jax_compilation_cache_dir",
+                  str(Path(__file__).resolve().parent.parent / ".jax_cache"))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+jax.config.update("jax_compilation_cache_max_size", 2**30)
 
 # CI runs the property tests derandomised, so a green main stays green; run
 # `UQZOO_HYPOTHESIS_PROFILE=explore pytest` to search fresh examples locally.
