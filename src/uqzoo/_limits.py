@@ -81,14 +81,19 @@ MAX_DEFLATE_RATIO = 1032
 MAX_SKIPROWS = 1_000_000
 
 
+def _at_most(value: object, name: str, minimum: int, maximum: int, why: str) -> int:
+    """``value`` as an int in [minimum, maximum]; ``why`` says in the error why the cap is there."""
+    value = check_int(value, name, minimum=minimum)
+    if value > maximum:
+        raise InvalidInputError(f"{name} must be at most {maximum:,} ({why}), got {value:,}")
+    return value
+
+
 def check_copies(value: object, name: str) -> int:
     """``value`` as an int in [1, MAX_COPIES] (perturbed copies per perturbation)."""
-    value = check_int(value, name, minimum=1)
-    if value > MAX_COPIES:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_COPIES:,} (the sd over 1000 copies is already known "
-            f"to 2 %, and each copy is a full evaluation of the test set), got {value:,}")
-    return value
+    return _at_most(value, name, 1, MAX_COPIES,
+                    "the sd over 1000 copies is already known to 2 %, and each copy is a full "
+                    "evaluation of the test set")
 
 
 def check_study_tasks(count: int, what: str) -> None:
@@ -102,33 +107,22 @@ def check_study_tasks(count: int, what: str) -> None:
 
 def check_iterations(value: object, name: str, *, minimum: int = 1) -> int:
     """``value`` as an int in [minimum, MAX_ITERATIONS] (epochs, steps, iterations)."""
-    value = check_int(value, name, minimum=minimum)
-    if value > MAX_ITERATIONS:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_ITERATIONS:,} (at ~1 ms per step that is already "
-            f"about three hours), got {value:,}")
-    return value
+    return _at_most(value, name, minimum, MAX_ITERATIONS,
+                    "at ~1 ms per step that is already about three hours")
 
 
 def check_members(value: object, name: str) -> int:
     """``value`` as an int in [1, MAX_MEMBERS] (members, chains, runs)."""
-    value = check_int(value, name, minimum=1)
-    if value > MAX_MEMBERS:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_MEMBERS:,} (each is a network run side by side with "
-            f"the others; their activations alone would need tens of GB), got {value:,}")
-    return value
+    return _at_most(value, name, 1, MAX_MEMBERS,
+                    "each is a network run side by side with the others; their activations "
+                    "alone would need tens of GB")
 
 
 def check_draws(value: object, name: str, *, minimum: int = 1) -> int:
     """``value`` as an int in [minimum, MAX_DRAWS] (posterior draws S)."""
-    value = check_int(value, name, minimum=minimum)
-    if value > MAX_DRAWS:
-        raise InvalidInputError(
-            f"{name} must be at most {MAX_DRAWS:,} (2**20 draws: the Monte Carlo error is then "
-            f"1/1024 of a posterior sd, and the draws of the default network take 2.6 GB), "
-            f"got {value:,}")
-    return value
+    return _at_most(value, name, minimum, MAX_DRAWS,
+                    "2**20 draws: the Monte Carlo error is then 1/1024 of a posterior sd, and "
+                    "the draws of the default network take 2.6 GB")
 
 
 def check_chain_sizes(num_chains: int, draws_per_chain: int, num_warmup: int,
