@@ -128,9 +128,18 @@ def test_scores_match_direct_computation():
     q = np.quantile(pb.astype(np.float64), [0.1, 0.9], axis=0)
     np.testing.assert_allclose(fid.per_point["reference_width"], (q[1] - q[0]).mean(1),
                                rtol=1e-4, atol=1e-6)
-    agree = pa.mean(0).argmax(1) == pb.mean(0).argmax(1)
-    np.testing.assert_array_equal(fid.per_point["agree"], agree)
-    assert fid["agreement"].value == pytest.approx(agree.mean())
+    mean_a, mean_b = pa.mean(0, dtype=np.float64), pb.mean(0, dtype=np.float64)
+    agree = mean_a.argmax(1) == mean_b.argmax(1)
+    # A point whose two largest mean probabilities differ by less than the rounding of
+    # a float32 mean over the draws (S · 2**-24 < 1e-4) may break either way on
+    # another CPU's summation order; every other point must agree exactly.
+    def top_gap(mean):
+        top2 = np.sort(mean, axis=1)[:, -2:]
+        return top2[:, 1] - top2[:, 0]
+    clear = (top_gap(mean_a) > 1e-4) & (top_gap(mean_b) > 1e-4)
+    assert clear.mean() >= 0.9
+    np.testing.assert_array_equal(fid.per_point["agree"][clear], agree[clear])
+    assert fid["agreement"].value == pytest.approx(agree.mean(), abs=(~clear).mean() + 1e-12)
 
 
 def test_chunking_and_workers_agree_to_rounding(spec):
