@@ -1,6 +1,7 @@
 # The two set-up commands of the README:
 #   make demo   install into .venv and compare the UQ methods on the embedded default data
 #   make test   install into .venv and run the test suite (what .ci/run calls)
+# .ci/run then runs `make test-slow`: the long statistical runs marked `slow`.
 # Both start from nothing on a fresh machine; PYTHON picks the interpreter (>= 3.11).
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ PY      = $(VENV)/bin/python
 # depends on it, installed first) would pull a multi-GB CUDA build.
 TORCH   = torch==2.13.0
 
-.PHONY: install demo test test-fast lint bench notebooks clean
+.PHONY: install demo test test-slow test-all lint bench notebooks clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +25,18 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/uqzoo compare
 
+# Every test but the long statistical runs (marked `slow`: samplers against
+# quadrature and against NumPyro, interval coverage over replicates, false-alarm
+# rates, runs on a real scene), which `make test-slow` runs and CI runs after
+# `make test`, on the same two workers.
 test: install lint
-	$(PY) -m pytest -q -n 2 --dist loadgroup
-
-test-fast: install lint
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+
+test-slow: install
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m slow
+
+test-all: install lint
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy rules) and mypy
 # over the package, whose public signatures ship typed (py.typed).

@@ -478,6 +478,7 @@ def test_a_small_significant_hcs_excess_is_a_warning_a_large_one_a_failure():
                                                 "hcs_confident_false_alarms"}
 
 
+@pytest.mark.slow
 def test_a_right_fit_is_almost_never_failed():
     # False-alarm rate of the whole failure check on fits that are exactly right
     # (posterior-mean probabilities = the truth), over R = 100 data sets of

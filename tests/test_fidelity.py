@@ -81,6 +81,7 @@ def test_independent_draws_of_the_same_posterior_score_within_mc_error(spec, see
     assert fid["wasserstein1"].value > 0.2 * fid["wasserstein1"].mc_floor
 
 
+@pytest.mark.slow
 def test_mc_floor_predicts_the_mean_distance_of_replicate_pairs():
     """The floors' derivation: across independent pairs of samples of one predictive,
     the mean total variation and W1 match the mean floor within 3 standard errors."""

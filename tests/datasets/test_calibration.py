@@ -55,6 +55,7 @@ def test_sim_teacher_multiclass_p_true_is_calibrated_per_class():
         assert_calibrated(data.p_true_test[:, k], (data.y_test == k).astype(float))
 
 
+@pytest.mark.slow
 def test_hsi_sim_p_true_is_calibrated():
     p, y = [], []
     for seed in (0, 1):

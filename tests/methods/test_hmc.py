@@ -84,6 +84,7 @@ def logistic():
     return data, uz.MLPSpec(2, 2, hidden=(), prior="iid"), quadrature_posterior(data)
 
 
+@pytest.mark.slow
 def test_logistic_regression_matches_quadrature(logistic):
     data, spec, (mean_ref, sd_ref) = logistic
     post = uz.fit("hmc", spec, data, seed=1, num_warmup=300, num_samples=2000,
@@ -93,6 +94,7 @@ def test_logistic_regression_matches_quadrature(logistic):
     assert_matches_reference(post, mean_ref, sd_ref)
 
 
+@pytest.mark.slow
 def test_pyro_backend_matches_quadrature(logistic):
     data, spec, (mean_ref, sd_ref) = logistic
     with warnings.catch_warnings():
@@ -140,6 +142,7 @@ def by_chain(post):
     return as_vector(post).reshape(chains, draws, -1)
 
 
+@pytest.mark.slow
 def test_draws_match_numpyro_mcmc_within_monte_carlo_error(logistic):
     """uqzoo's driver and ``numpyro.infer.MCMC(NUTS(model))``: same posterior.
 
@@ -224,6 +227,7 @@ def test_same_seed_and_chain_method_give_identical_draws(logistic, chain_method)
         np.testing.assert_array_equal(values, second.sample_stats[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_chain_methods_sample_the_same_posterior(logistic):
     """Parallel, sequential and vectorized chains: the same posterior.
 

@@ -113,6 +113,7 @@ def muufl():
     return uz.datasets.load("muufl-target", seed=0)
 
 
+@pytest.mark.slow
 def test_time_estimate_on_muufl(muufl):
     spec = uz.MLPSpec(muufl.n_features, 2)
     cfg = hmc.Config(num_warmup=500, num_samples=1000, num_chains=2, max_tree_depth=9)
@@ -153,6 +154,7 @@ def test_compare_says_before_the_first_fit_when_hmc_will_be_long(muufl, monkeypa
     assert not [w for w in caught if w.category is SlowFitWarning]
 
 
+@pytest.mark.slow
 def test_short_nuts_run_on_muufl(muufl):
     """2 chains from MAP warm starts in rotated coordinates, on real 72-band pixels.
 

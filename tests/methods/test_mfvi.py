@@ -76,6 +76,7 @@ def test_recovers_the_mean_field_optimum_of_linear_regression(regression):
     assert_recovers_optimum(fit_regression(regression, None), mean, mf_sd)
 
 
+@pytest.mark.slow
 def test_minibatches_target_the_same_optimum(regression):
     _, _, _, mean, mf_sd = regression
     fits = fit_regression(regression, 50, num_steps=6000, lr_schedule="exponential",
@@ -124,6 +125,7 @@ def test_kl_annealing_ramps_to_one():
     assert mfvi.learning_rate_at(cfg, 99) == pytest.approx(cfg.learning_rate * 0.1)
 
 
+@pytest.mark.slow
 def test_pyro_backend_agrees_with_numpyro():
     data = tiny_problem()
     spec = uz.MLPSpec(2, 2, hidden=())

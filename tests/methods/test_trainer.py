@@ -179,6 +179,7 @@ def test_full_batch_training_matches_a_torch_loop(optimizer, schedule):
                                    rtol=2 * len(y) * np.finfo(np.float32).eps)
 
 
+@pytest.mark.slow
 def test_vectorised_members_equal_a_per_member_loop():
     """Minibatches, dropout and data weights: each member depends only on its own key."""
     spec = uz.MLPSpec(4, 2, hidden=(6, 5))

@@ -212,6 +212,7 @@ def coverage_tolerance(level, R):
     return Z * math.sqrt(level * (1 - level) / R)
 
 
+@pytest.mark.slow
 def test_stratified_intervals_cover_a_known_accuracy():
     # A fixed classifier on test sets with class counts fixed by design
     # (n_0 = n_1 = N/2, what stratification assumes): it is right on a class-k
@@ -238,6 +239,7 @@ def test_stratified_intervals_cover_a_known_accuracy():
     assert abs(covered / R - level) <= coverage_tolerance(level, R)
 
 
+@pytest.mark.slow
 def test_unstratified_intervals_cover_a_known_accuracy_of_iid_classes():
     # Classes drawn i.i.d. with P(y = 1) = 0.3: the true accuracy is
     # 0.7 a_0 + 0.3 a_1, and its variability includes the class mix.
@@ -262,6 +264,7 @@ def test_unstratified_intervals_cover_a_known_accuracy_of_iid_classes():
     assert abs(covered / R - level) <= coverage_tolerance(level, R)
 
 
+@pytest.mark.slow
 def test_evaluate_intervals_cover_a_known_detection_auroc():
     # Target scores N(d, 1), background N(0, 1), fixed counts: the true AUROC is
     # Φ(d / √2). End to end through evaluate (its weighted Mann–Whitney row).
