@@ -309,6 +309,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_parallel_chains_on_several_jax_cpu_devices():
     """With several JAX CPU devices, "parallel" puts chain c on device c mod n.
 
@@ -354,6 +355,7 @@ def test_short_run_warns_and_is_marked():
     assert "NOT CONVERGED" in repr(post)
 
 
+@pytest.mark.slow
 def test_hierarchical_and_float64_run_and_do_not_leak_x64():
     import jax.numpy as jnp
 
