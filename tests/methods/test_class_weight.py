@@ -59,7 +59,8 @@ def test_every_method_takes_class_weights_and_records_the_prior_it_refers_to(met
                "ensemble": dict(num_members=2, num_epochs=30),
                "bootstrap": dict(num_members=2, num_epochs=30),
                "swag": dict(num_epochs=40, num_samples=10, batch_size=16),
-               "laplace": dict(num_epochs=30, num_samples=10)}[method]
+               "laplace": dict(num_epochs=30, num_samples=10),
+               "map": dict(num_epochs=30)}[method]
     labels = list(range(data.n_classes)) if data.classes is None else list(data.classes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)

@@ -18,6 +18,7 @@ TINY_CONFIGS = {
     "bootstrap": dict(num_members=3, num_epochs=50),
     "swag": dict(num_epochs=40, num_samples=20, batch_size=20),
     "laplace": dict(num_samples=20),
+    "map": dict(num_epochs=50),
 }
 
 

@@ -45,7 +45,8 @@ def test_seed_study_mirrors_the_paper():
     assert study.spec["hidden"] == [10, 10] and study.spec["activation"] == "tanh"
     assert study.levels == (0.5, 0.8, 0.9, 0.95)
     assert study.replicates >= 20
-    assert {m.name for m in study.methods} == set(uz.methods.names())
+    # the paper's seven posterior approximators; the MAP baseline has no intervals to cover
+    assert {m.name for m in study.methods} == set(uz.methods.names()) - {"map"}
     assert {d.name for d in study.datasets} == {"sim-teacher", "gaussian-mixture"}
     assert study.spec["prior"] == "iid"      # the teacher's prior: well specified
     settings = {(t.dataset, t.setting) for t in tasks}

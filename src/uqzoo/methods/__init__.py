@@ -1,4 +1,4 @@
-"""The seven posterior approximators, behind one ``fit`` function.
+"""The seven posterior approximators and the MAP baseline, behind one ``fit`` function.
 
 Each method lives in its own module, which satisfies the :class:`Method`
 protocol:
@@ -46,6 +46,7 @@ REGISTRY: dict[str, str] = {
     "bootstrap": "uqzoo.methods.bootstrap",
     "swag": "uqzoo.methods.swag",
     "laplace": "uqzoo.methods.laplace",
+    "map": "uqzoo.methods.map",
 }
 
 
@@ -156,7 +157,8 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
     ----------
     method : str
         One of :func:`names`: ``"hmc"``, ``"mfvi"``, ``"mc_dropout"``,
-        ``"ensemble"``, ``"bootstrap"``, ``"swag"``, ``"laplace"``.
+        ``"ensemble"``, ``"bootstrap"``, ``"swag"``, ``"laplace"``, or ``"map"`` (the
+        point-estimate baseline: one MAP network, one draw).
     spec : MLPSpec
         The network; its ``in_features`` and ``n_classes`` must match ``data``.
     data : ClassificationData
