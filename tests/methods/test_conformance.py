@@ -36,7 +36,9 @@ def test_method_conforms(name):
     assert len(report.passed) == 7, str(report)
 
 
-@pytest.mark.parametrize("name", ["hmc", "mfvi"])
+# HMC's three-class run compiles a NUTS program of its own (~20 s on two quiet
+# cores): a slow test (make test-slow, CI's second step).
+@pytest.mark.parametrize("name", [pytest.param("hmc", marks=pytest.mark.slow), "mfvi"])
 def test_three_classes_conform(name):
     report = check_method(name, data=tiny_data(n_classes=3), **TINY_CONFIGS[name])
     assert not any(check == "K > 2 probabilities" for check, _ in report.skipped)
