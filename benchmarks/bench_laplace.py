@@ -272,6 +272,20 @@ def main() -> None:
         lt_probit = timed(f"laplace-torch: glm probit predictive, {args.n_test} points",
                           lambda: lt_predict(link_approx="probit"), results)
         theirs_total = sum(results[k][0] for k in list(results)[5:7])
+        # Equal work (STYLE.md rule 20): the same trained network (one more, all-zero
+        # logit row: 11 parameters), the full GGN over all weights, one scalar prior
+        # precision by the marginal likelihood, and a GLM predictive of as many
+        # draws over the same test points. uqzoo's summarize does more, not less:
+        # it also computes the 80 % and 95 % intervals of every point.
+        n_params = sum(p.numel() for p in model.parameters())
+        assert n_params == spec.n_params + 11, (n_params, spec.n_params)
+        assert la.H.shape == (n_params, n_params), la.H.shape
+        # one scalar each (uqzoo reports it per layer: equal entries when tuned as a scalar)
+        assert la.prior_precision.numel() == 1
+        assert np.unique(gaussian.prior_precision).size == 1, gaussian.prior_precision
+        assert draws[next(iter(draws))].shape[0] == args.draws
+        assert lt_mc.shape == (args.n_test, 2) and summary.mean.shape == (args.n_test, 2)
+        assert summary.lower.shape[0] == 2        # the two levels' intervals, on top
         delta = float(la.prior_precision.reshape(-1)[0])
         print(f"laplace-torch prior precision {delta:.4f}, log marginal likelihood "
               f"{float(la.log_marginal_likelihood()):.3f} (two-logit net: 11 more parameters)")
