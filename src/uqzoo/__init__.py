@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "plots": "uqzoo.plots",
     "report": "uqzoo.comparison.report",
     "comparison": "uqzoo.comparison",
+    "conformal": "uqzoo.conformal",
     "headline": "uqzoo.headline",
     "study": "uqzoo.study",
     "Comparison": "uqzoo.comparison.compare",
@@ -100,7 +101,17 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
-    from uqzoo import datasets, detectors, methods, metrics, perturb, plots, report, study
+    from uqzoo import (
+        conformal,
+        datasets,
+        detectors,
+        methods,
+        metrics,
+        perturb,
+        plots,
+        report,
+        study,
+    )
     from uqzoo.comparison.compare import Comparison, compare
     from uqzoo.comparison.report import write_report
     from uqzoo.datasets import ClassificationData

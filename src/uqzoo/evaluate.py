@@ -253,6 +253,10 @@ class EvalReport:
         With ``bootstrap``: B, seed, level, stratification and the (B, rows)
         replicate values behind ``ci_low`` / ``ci_high``
         (:mod:`uqzoo.metrics.bootstrap`).
+    conformal : uqzoo.conformal.ConformalReport or None
+        With ``conformal``: the split-conformal sets judged on the test points
+        beside the model's own sets (coverage, size, exact conditional
+        coverage) and the conformal HCS's dismissed targets.
     """
 
     table: pd.DataFrame
@@ -288,6 +292,7 @@ class EvalReport:
     bootstrap: boot.BootstrapResult | None = None
     fit_warnings: tuple[FitFailure, ...] = ()
     interval_score: np.ndarray | None = None
+    conformal: Any = None
 
     def value(self, metric: str, level: float | None = None, cls: object = None,
               variant: str | None = None) -> float:
@@ -411,6 +416,8 @@ class EvalReport:
                 f"Pd@FAR {far:g} {r.pd[i]:.3f} [{r.lower[i]:.3f}, {r.upper[i]:.3f}]"
                 for i, far in enumerate(r.far))
             lines.append(f"  detection ({r.n_targets} targets): AUROC {roc.auroc:.4f}  {pds}")
+        if self.conformal is not None:
+            lines.append(self.conformal.summary())
         if self.shift_copies is not None:
             lines += under_shift.summary_lines(self.shift_copies, d, self.levels)
         return "\n".join(lines)
@@ -513,7 +520,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
              interval: str = "equal_tailed", perturbations: object = None,
              copies: int = 10, seed: int = 0, bootstrap: int | None = None,
              bootstrap_confidence: float = boot.DEFAULT_CONFIDENCE,
-             bootstrap_stratified: bool = True) -> EvalReport:
+             bootstrap_stratified: bool = True, conformal: object = None) -> EvalReport:
     """Evaluate a posterior predictive: intervals, coverage, HCS, calibration, selection.
 
     Parameters
@@ -581,6 +588,16 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         Keep each class's test count in every replicate (default; right for
         class counts fixed by design and for rare classes); False resamples
         the class mix too, as for a test set drawn i.i.d.
+    conformal : uqzoo.conformal.ConformalSets, optional
+        A split-conformal rule calibrated for this posterior on held-out
+        points (:func:`uqzoo.conformal.conformalize`). Its label sets of the
+        test points' posterior-mean probabilities are judged beside the
+        model's own sets at the same level (:func:`uqzoo.conformal.judge`):
+        marginal and per-class coverage, set size, singleton rate, with true
+        probabilities the exact conditional coverage and its worst decile,
+        and the conformal High Confidence Set's dismissed targets; as
+        ``report.conformal`` and as level-free ``conformal_*`` /
+        ``plain_set_*`` rows of the table (variant: score, calibration, level).
 
     Returns
     -------
@@ -626,6 +643,13 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
                                f"{_show(bootstrap_stratified)}")
     weights = None if bootstrap is None else boot.PoissonWeights(bootstrap, check_seed(seed))
 
+    if conformal is not None:
+        from uqzoo.conformal import ConformalSets
+
+        if not isinstance(conformal, ConformalSets):
+            raise InvalidTypeError(
+                f"conformal must be None or a ConformalSets (uz.conformal.conformalize / "
+                f"uz.conformal.calibrate), got {_show(conformal)}")
     X, y_raw, truth_raw, extras = _resolve_data(data_or_labels, p_true)
     is_posterior = hasattr(posterior_or_draws, "summarize")
     if is_posterior:
@@ -670,6 +694,10 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         num_draws = report_parts["num_draws"]
     K = report_parts["mean"].shape[1]
     classes = report_parts["classes"]
+    conformal_report = None
+    if conformal is not None:
+        conformal_report, report_parts["table"] = _with_conformal(
+            conformal, report_parts["mean"], y, truth, report_parts["table"], classes)
     names = extras["class_names"] or tuple(str(c) for c in classes)
     warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ()) \
         + _draw_count_warnings(int(num_draws), levels, interval) \
@@ -691,7 +719,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         fit_warnings=tuple(f for f in found if f.severity == "warning"),
         interval_score=report_parts["interval_score"],
         detection_roc=report_parts["detection_roc"], pd_at_far=report_parts["pd_at_far"],
-        bootstrap=bootstrap_result,
+        bootstrap=bootstrap_result, conformal=conformal_report,
     )
     if shift_plan is not None:
         # Each copy is evaluated exactly as the clean data; only tables are combined.
@@ -699,10 +727,27 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
             shift_plan, data_or_labels, report.table,
             lambda copy: evaluate(posterior_or_draws, copy, levels, delta,
                                   chunk_size=chunk_size, n_bins=n_bins, side=side, far=fars,
-                                  interval=interval),
+                                  interval=interval, conformal=conformal),
             progress_bar=progress_bar)
         report = dataclasses.replace(report, shift=shift, shift_copies=shift_copies)
     return report
+
+
+def _with_conformal(rule: Any, mean: np.ndarray, y: np.ndarray, truth: np.ndarray | None,
+                    table: pd.DataFrame, classes: tuple) -> tuple[Any, pd.DataFrame]:
+    """The rule judged on the test points, and the table with its rows appended."""
+    from uqzoo.conformal import judge
+
+    if rule.n_classes != mean.shape[1]:
+        raise InvalidInputError(
+            f"conformal was calibrated for {rule.n_classes} classes; the posterior has "
+            f"{mean.shape[1]}")
+    judged = judge(rule, mean, y, truth)
+    rows = [{**row, "level": float("nan"),
+             "class": None if row["class"] is None else classes[row["class"]]}
+            for row in judged.rows()]
+    extra = pd.DataFrame(rows, columns=TABLE_COLUMNS).astype({"class": table["class"].dtype})
+    return judged, pd.concat([table, extra], ignore_index=True)
 
 
 def _draw_count_warnings(num_draws: int, levels: tuple[float, ...], interval: str

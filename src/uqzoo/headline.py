@@ -177,6 +177,31 @@ HEADLINE: tuple[Headline, ...] = (
     _h("fidelity_width_ratio", "width/ref", "total 90 % interval width / the reference "
        "posterior's (1: perfect; < 1 too narrow, > 1 too wide)", "fidelity",
        "comparison report study", needs_reference=True),
+    # Split-conformal label sets (uz.compare(conformal=level), uz.evaluate(conformal=...)):
+    # at the one conformal level, so no @level; present only where conformal sets were made.
+    _h("conformal_coverage", "conf. coverage", "share of test points whose split-conformal "
+       "label set (calibrated on held-out training data) holds the label; nominal: the "
+       "conformal level", "conformal", "comparison report study"),
+    _h("conformal_set_size", "conf. size", "mean number of labels in the conformal set",
+       "conformal", "comparison report study", better="lower"),
+    _h("conformal_singleton_rate", "conf. single", "share of conformal sets with one label",
+       "conformal", "report", better="higher"),
+    _h("conformal_worst_decile", "conf. worst 10%", "exact conditional coverage "
+       "P(y ∈ C(x) | x) = Σ_{k∈C(x)} p_true,k, mean over the 10 % of test points where it "
+       "is lowest", "conformal", "comparison report study", better="higher",
+       needs_truth=True),
+    _h("plain_set_coverage", "own coverage", "coverage of the model's own label set at the "
+       "conformal level (its most probable labels until their probability reaches the "
+       "level), without calibration", "conformal", "comparison report study"),
+    _h("plain_set_size", "own size", "mean number of labels in the model's own set",
+       "conformal", "report study"),
+    _h("plain_worst_decile", "own worst 10%", "exact conditional coverage of the model's own "
+       "set, mean over the worst 10 % of test points", "conformal", "comparison report study",
+       better="higher", needs_truth=True),
+    _h("conformal_hcs_missed_rate", "conf. HCS missed", "share of test targets the conformal "
+       "High Confidence Set (threshold by conformal risk control at α = 1 − level) "
+       "confidently dismissed; bounded by α in expectation", "conformal",
+       "comparison report study", better="lower"),
     _h("mean_predictive_entropy", "entropy", "mean entropy of the predictive mean",
        "uncertainty"),
     _h("mean_mutual_information", "mutual inf.", "mean mutual information (epistemic part)",

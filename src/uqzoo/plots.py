@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from uqzoo.evaluate import EvalReport
 
-__all__ = ["comparison_maps", "confident_errors", "coverage_plot", "ece_binning",
+__all__ = ["comparison_maps", "conditional_coverage_plot", "confident_errors", "coverage_plot",
+           "ece_binning",
            "fidelity_maps", "fidelity_plot", "hsi_maps", "reliability_diagram",
            "risk_coverage_plot", "shift_errorbars"]
 
@@ -367,6 +368,66 @@ def risk_coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
     ax.set_xlim(0, 1)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
+    return fig
+
+
+def conditional_coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
+                              ax: Axes | None = None) -> Figure:
+    """The distribution of exact conditional coverage of label sets, own and conformal.
+
+    For every report evaluated with ``conformal=`` on data with true
+    probabilities, the empirical CDF over test points of P(y ∈ C(x) | x) =
+    Σ_{k∈C(x)} p_true,k(x): dashed for the method's own sets, solid for its
+    conformal sets, the nominal level as a vertical line. Marginal coverage
+    is the mean of each curve; the mass left of the line is the share of
+    points a set covers less than it claims.
+
+    Parameters
+    ----------
+    reports : dict of str to EvalReport (or one EvalReport)
+        Each with ``report.conformal`` and true probabilities.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np, uqzoo as uz
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.dirichlet([1, 1, 1], size=600); y = (rng.uniform(size=600) > p[:, 0]).astype(int)
+    >>> rule = uz.conformal.calibrate(p[:300], y[:300], alpha=0.1)
+    >>> rep = uz.evaluate(p[300:, None].swapaxes(0, 1), y[300:], p_true=p[300:], conformal=rule)
+    >>> len(uz.plots.conditional_coverage_plot({"toy": rep}).axes)
+    1
+    """
+    reports = _check_reports(reports)
+    shown = {name: rep.conformal for name, rep in reports.items()
+             if rep.conformal is not None
+             and rep.conformal.conformal.conditional_coverage is not None}
+    if not shown:
+        raise InvalidInputError(
+            "conditional_coverage_plot needs reports evaluated with conformal= "
+            "(uz.evaluate(..., conformal=rule) or uz.compare(..., conformal=0.9)) on data "
+            "with true probabilities (p_true)")
+    fig, ax = _figure_and_axes(ax, (5.5, 4))
+    level = None
+    for i, (name, judged) in enumerate(shown.items()):
+        level = judged.rule.level
+        for sets, style, what in ((judged.plain, "--", "own"),
+                                  (judged.conformal, "-", "conformal")):
+            values = np.sort(sets.conditional_coverage)
+            share = np.arange(1, values.shape[0] + 1) / values.shape[0]
+            ax.step(values, share, where="post", color=f"C{i}", ls=style, lw=1.4,
+                    label=f"{name} {what} (worst 10 %: {sets.worst_decile_coverage:.3f})")
+    if level is not None:
+        ax.axvline(level, color="0.3", lw=1, ls=":", label=f"level {level:g}")
+    ax.set_xlabel("conditional coverage P(y ∈ C(x) | x)")
+    ax.set_ylabel("share of test points at or below")
+    ax.set_xlim(0, 1.01)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, loc="upper left")
     return fig
 
 
