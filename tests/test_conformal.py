@@ -260,6 +260,9 @@ def test_evaluate_judges_conformal_sets_beside_the_models_own():
     d = report.to_dict()
     assert d["conformal_coverage"] == pytest.approx(report.conformal.conformal.coverage)
     assert d["plain_set_coverage"] == pytest.approx(report.conformal.plain.coverage)
+    assert d["plain_worst_decile"] == pytest.approx(report.conformal.plain.worst_decile_coverage)
+    assert d["plain_set_size"] == pytest.approx(report.conformal.plain.mean_size)
+    assert d["conformal_set_size"] == pytest.approx(report.conformal.conformal.mean_size)
     assert 0.0 <= d["conformal_worst_decile"] <= d["conformal_coverage"] + 0.2
     assert "conformal_hcs_missed_rate" in d
     per_class = report.table[(report.table.metric == "conformal_coverage")

@@ -10,6 +10,7 @@
     uqzoo compare --config results/config.toml --out again/   # repeat it exactly
     uqzoo compare --dataset hsi-sim --perturb illumination:0.8-1.2 --copies 10 --out DIR
     uqzoo compare --dataset hsi-sim --recalibrate temperature --out DIR
+    uqzoo compare --dataset gaussian-mixture --conformal 0.9 --out DIR
     uqzoo reference --dataset breast-cancer --out ref.nc   # a gated HMC reference posterior
     uqzoo compare --dataset breast-cancer --reference ref.nc --out DIR   # closeness to it
     uqzoo datasets | uqzoo methods
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import re
 import sys
 import textwrap
@@ -282,6 +284,14 @@ def _cmd_compare(args) -> int:
         print(f"recalibrated rows (METHOD+{rec['method']}): {rec['method']} scaling fitted on "
               f"{rec['n_calibration']} training points held out; every method trained on "
               f"the other {rec['n_fit']}.")
+    if result.conformal is not None:
+        con = result.conformal
+        print(textwrap.fill(
+            f"conformal columns: split-conformal {con['score'].upper()} label sets at level "
+            f"{con['level']:g} ({'Mondrian' if con['mondrian'] else 'marginal'}), calibrated "
+            f"on {con['n_calibration']} training points held out; every method trained on "
+            f"the other {con['n_fit']}; 'own' columns: each method's own sets (its most "
+            "probable labels up to the level), uncalibrated.", width=TABLE_WIDTH))
     for name, report in result.reports.items():
         for failure in report.failures:
             print(f"\nFAILED {name} ({failure.kind}): {failure.message}")
@@ -420,6 +430,7 @@ def _compare_config(args):
     dataset, options = _data_request(args)
     perturb, copies = _perturbations(args)     # checked before the data are read
     recalibrate = _recalibration(args)
+    conformal = _conformal(args)
     reference = _reference(args)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
@@ -452,7 +463,7 @@ def _compare_config(args):
                                                                     "--num-draws"),
         interval=args.interval, settings="full" if args.full else "quick",
         perturb=perturb, copies=copies, target_prior=target_prior, recalibrate=recalibrate,
-        reference=reference, source="the command line")
+        reference=reference, source="the command line", **conformal)
     return config, data
 
 
@@ -492,6 +503,30 @@ def _recalibration(args) -> str | None:
         raise UqzooError(f"--recalibrate must be {' or '.join(RECALIBRATION_METHODS)} "
                          f"(uz.recalibrate), got {args.recalibrate!r}")
     return str(args.recalibrate)
+
+
+def _conformal(args) -> dict[str, Any]:
+    """--conformal LEVEL [--conformal-score, --conformal-mondrian], checked before the data
+    are read; a bad one is a one-line error."""
+    if args.conformal is None:
+        if args.conformal_score is not None or args.conformal_mondrian:
+            raise UqzooError("--conformal-score and --conformal-mondrian need --conformal LEVEL "
+                             "(e.g. --conformal 0.9)")
+        return {}
+    from uqzoo.conformal import SCORES
+
+    try:
+        level = float(args.conformal)
+    except ValueError:
+        level = math.nan
+    if not 0.0 < level < 1.0:
+        raise UqzooError(f"--conformal must be a level in (0, 1) such as 0.9 (the label sets' "
+                         f"coverage), got {args.conformal!r}")
+    score = "lac" if args.conformal_score is None else args.conformal_score
+    if score not in SCORES:
+        raise UqzooError(f"--conformal-score must be {' or '.join(SCORES)}, got {score!r}")
+    return {"conformal": level, "conformal_score": score,
+            "conformal_mondrian": bool(args.conformal_mondrian)}
 
 
 def _reference(args) -> str | None:
@@ -761,6 +796,16 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                         "(uz.recalibrate), fitted on 20%% of the training data held out "
                         "(every method then trains on the other 80%%); rows "
                         "METHOD+temperature beside the originals")
+    p.add_argument("--conformal", default=None, metavar="LEVEL",
+                   help="also make split-conformal label sets at this level (e.g. 0.9) for "
+                        "every method (uz.conformal), calibrated on 20%% of the training data "
+                        "held out (every method then trains on the other 80%%), and judge them "
+                        "beside each method's own sets: coverage, set size, worst-decile "
+                        "conditional coverage where the truth is known")
+    p.add_argument("--conformal-score", default=None, metavar="lac|aps",
+                   help="nonconformity score of --conformal (default lac)")
+    p.add_argument("--conformal-mondrian", action="store_true",
+                   help="class-conditional (Mondrian) calibration of --conformal")
     p.add_argument("--reference", default=None, metavar="hmc|PATH",
                    help="also score every method's closeness to the exact posterior: a "
                         "reference written by `uqzoo reference --out PATH` on the same data, "

@@ -734,16 +734,18 @@ class ConformalReport:
                 out.append({"metric": metric, "variant": variant, "class": cls,
                             "value": float(value), "stderr": float(stderr)})
 
-        for prefix, sets in (("conformal", self.conformal), ("plain_set", self.plain)):
+        # the metric names are the headline names (uqzoo.headline: conformal_*, plain_*)
+        for prefix, sets in (("conformal", self.conformal), ("plain", self.plain)):
             cov = sets.coverage
-            add(f"{prefix}_coverage", cov, math.sqrt(cov * (1 - cov) / sets.n))
+            coverage = "conformal_coverage" if prefix == "conformal" else "plain_set_coverage"
+            add(coverage, cov, math.sqrt(cov * (1 - cov) / sets.n))
             add(f"{prefix}_set_size", sets.mean_size)
             add(f"{prefix}_singleton_rate", sets.singleton_rate)
             add(f"{prefix}_worst_decile", sets.worst_decile_coverage)
             for k, value in enumerate(sets.class_coverage):
                 if not math.isnan(value):
                     n_k = int(sets.class_counts[k])
-                    add(f"{prefix}_coverage", value, math.sqrt(value * (1 - value) / n_k), k)
+                    add(coverage, value, math.sqrt(value * (1 - value) / n_k), k)
         add("conformal_hcs_missed_rate", self.hcs_missed_rate)
         add("conformal_hcs_proportion", self.hcs_proportion)
         return out

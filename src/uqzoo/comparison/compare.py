@@ -60,6 +60,7 @@ QUICK_CONFIGS: dict[str, dict[str, Any]] = {
     "bootstrap": {},
     "swag": {},
     "laplace": {},
+    "map": {},
 }
 
 
@@ -249,6 +250,12 @@ class Comparison:
         posterior on the test points (:func:`uqzoo.fidelity`), with the Monte
         Carlo yardstick of every score and the per-point values; the table
         holds the scores as ``fidelity_<score>`` columns. Empty otherwise.
+    conformal : dict or None
+        With ``conformal``: ``level``, ``alpha``, ``score``, ``mondrian``,
+        ``calibration_fraction``, ``seed``, ``n_calibration``, ``n_fit`` and
+        ``rules``: each row's calibrated
+        :class:`~uqzoo.conformal.ConformalSets`. The judged sets are in
+        ``reports[row].conformal``.
     """
 
     table: pd.DataFrame
@@ -262,6 +269,7 @@ class Comparison:
     settings: Settings | None = None
     scores: tuple[Any, ...] = ()
     fidelity: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    conformal: Mapping[str, Any] | None = None
 
     def __repr__(self) -> str:
         return format_table(self.table)
@@ -341,7 +349,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             interval: str = "equal_tailed", perturbations: object = None,
             copies: int = 10, class_weight: object = None,
             target_prior: object = None, recalibrate: str | None = None,
-            reference: object = None) -> Comparison:
+            reference: object = None, conformal: float | None = None,
+            conformal_score: str = "lac", conformal_mondrian: bool = False) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -436,6 +445,23 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         methods, and only on data without true probabilities (with them, the
         interval score of the truth ranks). With a target prior, the
         reference is moved to it too.
+    conformal : float in (0, 1), optional
+        Also make split-conformal label sets at this level (e.g. 0.9) for
+        every row (:func:`uqzoo.conformal.conformalize` of its posterior-mean
+        predictive) and judge them beside the method's own sets at the same
+        level: the table gains ``conformal_coverage``, ``conformal_set_size``,
+        ``plain_set_coverage``, the conformal HCS's missed-target share and,
+        with known truth, the worst-decile exact conditional coverage of both
+        (``conformal_worst_decile``, ``plain_worst_decile``); every report
+        holds the full :class:`~uqzoo.conformal.ConformalReport`. The
+        calibration points are a stratified 20 % of the training set, split
+        off before any fit with ``seed`` exactly as for ``recalibrate`` (with
+        both, the same split serves both), and every method is fitted on the
+        rest; :attr:`Comparison.conformal` records the split and each row's rule.
+    conformal_score : {"lac", "aps"}
+        The conformal sets' nonconformity score.
+    conformal_mondrian : bool
+        Class-conditional (Mondrian) calibration of the conformal sets.
 
     Returns
     -------
@@ -500,7 +526,10 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
     # Made (and checked) before any fit, once for every method.
     shifted = under_shift.prepare(perturbations, copies, seed, data)
-    fit_data, calibration, recalibration = _calibration_split(data, recalibrate, seed)
+    fit_data, calibration, recalibration = _calibration_split(data, recalibrate, seed,
+                                                              conformal is not None)
+    conformal_record = _conformal_request(conformal, conformal_score, conformal_mondrian,
+                                          calibration, seed, fit_data)
     # A saved reference is loaded and checked against the training data now, not
     # after the fits.
     given_reference, reference_source = _reference_request(reference, names, fit_data, spec,
@@ -542,8 +571,12 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         for row_name, kind, version, seconds in versions:
             if target_prior is not None:        # after the recalibration: it composes
                 version = prior_shift(version, target_prior)
+            rule = None
+            if conformal_record is not None:    # on the probabilities evaluated
+                rule = _conformal_rule(version, conformal_record, calibration, seed)
+                conformal_record["rules"][row_name] = rule
             report = evaluate(version, data, levels=levels, delta=delta, far=fars,
-                              interval=interval, perturbations=shifted)
+                              interval=interval, perturbations=shifted, conformal=rule)
             posteriors[row_name], reports[row_name] = version, report
             # the row's name, not the report's method (a recalibrated row shares it)
             rows.append({**report.to_dict(), "method": row_name, "kind": kind,
@@ -575,12 +608,13 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     settings = Settings(levels=tuple(levels), delta=delta, interval=interval,
                         num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
-                        data=describe_data(data, recalibration),
+                        data=describe_data(data, recalibration, conformal_record),
                         reference=reference_settings, test_fingerprint=fingerprint_test_set(data))
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
-                          settings=settings, scores=scores, fidelity=fidelity)
+                          settings=settings, scores=scores, fidelity=fidelity,
+                          conformal=conformal_record)
     shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
                        if r.shift is not None], ignore_index=True)
     ranked, changes = under_shift.rankings(reports)
@@ -588,7 +622,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       reports=reports, posteriors=posteriors, detectors=detector_results,
                       shift=shift[["method", *under_shift.SHIFT_COLUMNS]], rankings=ranked,
                       ranking_changes=changes, recalibration=recalibration,
-                      settings=settings, scores=scores, fidelity=fidelity)
+                      settings=settings, scores=scores, fidelity=fidelity,
+                      conformal=conformal_record)
 
 
 def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int,
@@ -699,20 +734,24 @@ def _fidelity_columns(fid: Any) -> dict[str, float]:
     return {headline.get(f"fidelity_{score.name}").key(): score.value for score in fid.scores}
 
 
-def _calibration_split(data: Any, recalibrate: object, seed: int
+def _calibration_split(data: Any, recalibrate: object, seed: int, conformal: bool = False
                        ) -> tuple[Any, Any, dict[str, Any] | None]:
     """(data to fit on, held-out calibration (X, y) or None, the recalibration record).
 
-    Checked before any fit. Without ``recalibrate`` the methods fit on all of ``data``.
+    Checked before any fit. Without ``recalibrate`` or ``conformal`` the methods fit on
+    all of ``data``; with either, one split serves both.
     """
-    if recalibrate is None:
-        return data, None, None
     from uqzoo.recalibrate import (
         DEFAULT_CALIBRATION_FRACTION,
         RECALIBRATION_METHODS,
         calibration_split,
     )
 
+    if recalibrate is None:
+        if not conformal:
+            return data, None, None
+        fit_data, held_out = calibration_split(data, DEFAULT_CALIBRATION_FRACTION, seed=seed)
+        return fit_data, held_out, None
     if not isinstance(recalibrate, str) or recalibrate not in RECALIBRATION_METHODS:
         raise InvalidInputError(
             f"recalibrate must be None or one of "
@@ -724,6 +763,35 @@ def _calibration_split(data: Any, recalibrate: object, seed: int
               "seed": seed, "n_calibration": int(X.shape[0]), "n_fit": int(fit_data.n_train),
               "rows": {}}
     return fit_data, (X, y), record
+
+
+def _conformal_request(level: object, score: object, mondrian: object, calibration: Any,
+                       seed: int, fit_data: Any) -> dict[str, Any] | None:
+    """The conformal record (checked before any fit), or None without ``conformal``."""
+    from uqzoo._validation import check_bool
+    from uqzoo.conformal import SCORES
+    from uqzoo.recalibrate import DEFAULT_CALIBRATION_FRACTION
+
+    score = check_choice(score, "conformal_score", SCORES)
+    mondrian = check_bool(mondrian, "conformal_mondrian")
+    if level is None:
+        return None
+    if isinstance(level, bool):
+        raise InvalidTypeError(f"conformal must be None or a level in (0, 1) such as 0.9, "
+                               f"got {level!r}")
+    level = check_float(level, "conformal", low=0.0, high=1.0, low_open=True, high_open=True)
+    return {"level": level, "alpha": 1.0 - level, "score": score, "mondrian": mondrian,
+            "calibration_fraction": DEFAULT_CALIBRATION_FRACTION, "seed": seed,
+            "n_calibration": int(calibration[0].shape[0]), "n_fit": int(fit_data.n_train),
+            "rules": {}}
+
+
+def _conformal_rule(version: Any, record: Mapping[str, Any], calibration: Any,
+                    seed: int) -> Any:
+    from uqzoo.conformal import conformalize
+
+    return conformalize(version, calibration=calibration, alpha=record["alpha"],
+                        score=record["score"], mondrian=record["mondrian"], seed=seed)
 
 
 def _recalibrated(post: Any, recalibration: Mapping[str, Any], calibration: Any,
@@ -758,7 +826,8 @@ def fingerprint_test_set(data: Any) -> str:
     return digest.hexdigest()
 
 
-def describe_data(data: Any, recalibration: Mapping[str, Any] | None = None
+def describe_data(data: Any, recalibration: Mapping[str, Any] | None = None,
+                  conformal: Mapping[str, Any] | None = None
                   ) -> tuple[tuple[str, str], ...]:
     """The data of a comparison in words: (label, text) pairs, as the report shows them."""
     items: list[tuple[str, str]] = [("data set", str(data.name))]
@@ -788,6 +857,16 @@ def describe_data(data: Any, recalibration: Mapping[str, Any] | None = None
                       f"({float(rec['calibration_fraction']):.0%} of each class, seed "
                       f"{rec['seed']}) held out to fit {rec['method']} scaling; every "
                       f"method and detector trained on the other {rec['n_fit']:,}"))
+    if conformal:
+        con = conformal
+        kind = "Mondrian (per class)" if con["mondrian"] else "marginal"
+        items.append(("conformal sets",
+                      f"split-conformal {str(con['score']).upper()} label sets at level "
+                      f"{float(con['level']):g}, {kind}, calibrated on "
+                      f"{con['n_calibration']:,} training points "
+                      f"({float(con['calibration_fraction']):.0%} of each class, seed "
+                      f"{con['seed']}) held out before every fit; every method trained on "
+                      f"the other {con['n_fit']:,}"))
     truth = ("known (simulated): coverage of the true probability is judged"
              if data.p_true_test is not None else
              "unknown: coverage cannot be judged, only calibration and selective risk")

@@ -15,6 +15,9 @@ with their options, and the settings of the evaluation::
     copies = 10                         # perturbed copies per perturbation
     target_prior = "train"              # move probabilities to the training prior; optional
     recalibrate = "temperature"         # or "vector": also each method recalibrated; optional
+    conformal = 0.9                     # also split-conformal label sets at this level; optional
+    conformal_score = "lac"             # or "aps"
+    conformal_mondrian = false          # class-conditional calibration
     reference = "ref.nc"                # closeness to a saved reference, or "hmc"; optional
 
     [data]
@@ -89,7 +92,8 @@ INTERVALS = ("equal_tailed", "order_statistic")
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
-                 "perturb", "copies", "target_prior", "recalibrate", "reference")
+                 "perturb", "copies", "target_prior", "recalibrate", "reference", "conformal",
+                 "conformal_score", "conformal_mondrian")
 # Perturbed copies per perturbation when a config names perturbations.
 DEFAULT_COPIES = 10
 # Spec fields the data decide.
@@ -189,6 +193,11 @@ class CompareConfig:
         Also evaluate every method after post-hoc recalibration, fitted on a
         held-out part of the training data (``uz.compare(recalibrate=...)``);
         None: no recalibration.
+    conformal : float or None
+        Also make split-conformal label sets at this level for every method
+        (``uz.compare(conformal=...)``); None: not.
+    conformal_score : {"lac", "aps"}
+    conformal_mondrian : bool
     reference : str or None
         ``"hmc"`` (the comparison's own HMC fit) or the path of a reference
         posterior saved by ``uqzoo reference``: every method is also scored by
@@ -214,6 +223,9 @@ class CompareConfig:
     target_prior: str | tuple[float, ...] | None = None
     recalibrate: str | None = None
     reference: str | None = None
+    conformal: float | None = None
+    conformal_score: str = "lac"
+    conformal_mondrian: bool = False
     source: str = dataclasses.field(default="", compare=False)
 
     # -- what a run needs ------------------------------------------------------------
@@ -272,7 +284,9 @@ class CompareConfig:
                        num_draws=DEFAULT_NUM_DRAWS if self.num_draws is None else self.num_draws,
                        interval=self.interval, perturbations=list(self.perturb) or None,
                        copies=self.copies, target_prior=self.target_prior,
-                       recalibrate=self.recalibrate, reference=self.reference)
+                       recalibrate=self.recalibrate, reference=self.reference,
+                       conformal=self.conformal, conformal_score=self.conformal_score,
+                       conformal_mondrian=self.conformal_mondrian)
 
     # -- resolving and writing ------------------------------------------------------
 
@@ -322,6 +336,9 @@ class CompareConfig:
             head["recalibrate"] = self.recalibrate
         if self.reference is not None:
             head["reference"] = self.reference
+        if self.conformal is not None:
+            head.update(conformal=self.conformal, conformal_score=self.conformal_score,
+                        conformal_mondrian=self.conformal_mondrian)
         defaults = data_options(self.dataset)
         data = {"dataset": self.dataset}
         for key, value in self.data.items():
@@ -512,6 +529,7 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
                                     f"{', '.join(RECALIBRATION_METHODS)} (or \"{_NONE}\", or "
                                     f"leave the key out, for no recalibration), got {value!r}")
         out["recalibrate"] = None if value == _NONE else value
+    out.update(_read_conformal(head, path))
     if "reference" in head:
         value = toml.check_str(head["reference"], path, "compare.reference")
         if not value.strip():
@@ -534,6 +552,35 @@ def _read_target_prior(value: object, path: Path) -> str | tuple[float, ...]:
                                f"probabilities, got {toml.type_name(value)} {_show(value)}")
     return tuple(toml.check_number(v, path, f"compare.target_prior[{i}]")
                  for i, v in enumerate(value))
+
+
+def _read_conformal(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """``conformal`` (a level in (0, 1)), ``conformal_score``, ``conformal_mondrian``."""
+    from uqzoo.conformal import SCORES
+
+    out: dict[str, Any] = {}
+    if "conformal" in head:
+        level = toml.check_number(head["conformal"], path, "compare.conformal")
+        if not 0.0 < level < 1.0:
+            raise InvalidInputError(f"{toml.where(path, 'compare.conformal')}: must be a level "
+                                    f"in (0, 1) such as 0.9, got {level}")
+        out["conformal"] = level
+    if "conformal_score" in head:
+        value = toml.check_str(head["conformal_score"], path, "compare.conformal_score")
+        if value not in SCORES:
+            raise InvalidInputError(f"{toml.where(path, 'compare.conformal_score')}: must be "
+                                    f"one of {', '.join(SCORES)}, got {value!r}")
+        out["conformal_score"] = value
+    if "conformal_mondrian" in head:
+        value = head["conformal_mondrian"]
+        if not isinstance(value, bool):
+            raise InvalidInputError(f"{toml.where(path, 'compare.conformal_mondrian')}: must be "
+                                    f"true or false, got {value!r}")
+        out["conformal_mondrian"] = value
+    if ("conformal_score" in out or "conformal_mondrian" in out) and "conformal" not in out:
+        raise InvalidInputError(f"{toml.where(path, 'compare.conformal')}: conformal_score and "
+                                "conformal_mondrian need conformal = LEVEL (e.g. 0.9)")
+    return out
 
 
 def _read_perturb(head: Mapping[str, Any], path: Path) -> dict[str, Any]:

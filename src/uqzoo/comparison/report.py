@@ -336,6 +336,59 @@ def _recalibration_html(result: Comparison, table: pd.DataFrame) -> str:
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
+def _conformal_html(result: Comparison) -> str:
+    """Each row's own label sets beside its split-conformal sets (compare(conformal=...))."""
+    record = result.conformal
+    judged = {n: r.conformal for n, r in result.reports.items()
+              if getattr(r, "conformal", None) is not None}
+    if not record or not judged:
+        return ""
+    truth = any(j.conformal.conditional_coverage is not None for j in judged.values())
+    heads = ["own coverage", "own size", *(["own worst 10 %"] if truth else []),
+             "conformal coverage", "conformal size", "singletons",
+             *(["conformal worst 10 %"] if truth else []), "conformal HCS missed"]
+    head = ('<tr><th scope="col">method</th>'
+            + "".join(f'<th scope="col">{_e(h)}</th>' for h in heads) + "</tr>")
+
+    def cov(sets: Any) -> str:
+        lo, hi = sets.coverage_interval
+        return f"{sets.coverage:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    body = []
+    for name, j in judged.items():
+        cells = [cov(j.plain), f"{j.plain.mean_size:.2f}"]
+        if truth:
+            cells.append("—" if j.plain.worst_decile_coverage is None
+                         else f"{j.plain.worst_decile_coverage:.3f}")
+        cells += [cov(j.conformal), f"{j.conformal.mean_size:.2f}",
+                  f"{j.conformal.singleton_rate:.1%}"]
+        if truth:
+            cells.append("—" if j.conformal.worst_decile_coverage is None
+                         else f"{j.conformal.worst_decile_coverage:.3f}")
+        cells.append("—" if j.hcs_missed_rate is None else f"{j.hcs_missed_rate:.1%}")
+        body.append(f'<tr data-method="{_e(name)}"><th scope="row">{_e(name)}</th>'
+                    + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    kind = "class-conditional (Mondrian)" if record["mondrian"] else "marginal"
+    conditional = (" With the true probabilities known, <em>worst 10 %</em> is the mean "
+                   "exact conditional coverage P(y ∈ C(x) | x) over the tenth of test points "
+                   "where it is lowest: conformal coverage is marginal, not conditional."
+                   if truth else "")
+    return (f'<h2 id="conformal">Conformal label sets</h2><p>Each method\'s own label sets '
+            f"(its most probable labels until their probability reaches "
+            f"{float(record['level']):g}) beside split-conformal "
+            f"{_e(str(record['score']).upper())} sets at the same level, {_e(kind)}, "
+            f"calibrated on {int(record['n_calibration']):,} training points held out from "
+            f"every fit (seed {int(record['seed'])}). Coverage of the test labels with its "
+            f"95 % Clopper–Pearson interval; size: mean labels per set. The conformal HCS "
+            f"dismisses a point as not the target when its probability is below a threshold "
+            f"set by conformal risk control so that at most α = "
+            f"{float(record['alpha']):g} of targets are dismissed in expectation; compare "
+            f"the credible HCS's missed targets in the table above.{conditional} The "
+            f"verdict says whether conformalization fixes each method's coverage.</p>"
+            f'<div class="scroll"><table id="conformal-table"><thead>{head}</thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
 def _shift_row(shift: pd.DataFrame, column: Column) -> pd.Series | None:
     """The row of one method's and perturbation's ``Comparison.shift`` that a headline
     column reads: the first of its metric (and level) over all classes, as ``to_dict``
@@ -652,6 +705,7 @@ generated {_e(generated)}.</p>
 <h2 id="table">Comparison</h2>
 {_table_html(table, judged, resolved)}
 {_recalibration_html(result, table)}
+{_conformal_html(result)}
 {_closeness_html(result)}
 {_shift_html(result)}
 {_figures_html(result, data)}

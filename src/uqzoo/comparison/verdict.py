@@ -179,6 +179,11 @@ class Verdict:
     recalibration_lowers_ece : dict of str to bool
         For every method with a recalibrated row (kind ``"recalibrated"``,
         named ``"<method>+<map>"``): whether the recalibrated ECE is lower.
+    conformal_fixes : dict of str to bool
+        With ``compare(conformal=...)``, for every row whose own label sets
+        cover less than the conformal level (the Clopper–Pearson interval of
+        their coverage entirely below it): whether the conformal sets do not
+        (their interval reaches the level).
     ranking_changes : tuple of str
         Under shift: the comparison's :attr:`~uqzoo.comparison.compare.Comparison.ranking_changes`
         (also among the sentences).
@@ -210,6 +215,7 @@ class Verdict:
     rankings: tuple[Ranking, ...] = ()
     warned: Mapping[str, str] = dataclasses.field(default_factory=dict)
     answer: str = ""
+    conformal_fixes: Mapping[str, bool] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         return "\n".join(self.sentences)
@@ -422,7 +428,10 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
     lowers, recalibrated = _recalibration_sentences(whole, maps, levels)
     sentences += recalibrated
     changes = tuple(result.ranking_changes) if result is not None else ()
+    fixes: dict[str, bool] = {}
     if result is not None:
+        fixes, conformal_text = conformal_sentences(result)
+        sentences += conformal_text
         sentences += _shift_sentences(result)
     return Verdict(failed=failed, not_converged=not_converged,
                    under_cover={k: tuple(v) for k, v in under.items()},
@@ -431,7 +440,7 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
                    coverage_known=coverage_known, sentences=tuple(sentences),
                    recalibration_lowers_ece=lowers, ranking_changes=changes,
                    recommended=recommended, rankings=rankings, warned=warned,
-                   answer=first)
+                   answer=first, conformal_fixes=fixes)
 
 
 def _table_rankings(table: pd.DataFrame, names: Sequence[str], failed: Mapping[str, str],
@@ -652,6 +661,51 @@ def _recalibration_sentences(table: pd.DataFrame, maps: Mapping[str, Mapping[str
                      "separated perfectly, or uninformative): treat it with care.")
         sentences.append(text)
     return lowers, sentences
+
+
+def conformal_sentences(result: Comparison) -> tuple[dict[str, bool], list[str]]:
+    """Per row with conformal sets: does conformalization fix its coverage, at what size.
+
+    A row's own sets (its most probable labels up to the level) *under-cover*
+    when the Clopper–Pearson interval of their coverage lies wholly below the
+    level; conformalization then *fixes* it when the conformal sets' interval
+    reaches the level. With true probabilities the worst-decile exact
+    conditional coverage of both is named too: marginal validity is not
+    conditional validity.
+    """
+    fixes: dict[str, bool] = {}
+    sentences: list[str] = []
+    for name, report in result.reports.items():
+        judged = getattr(report, "conformal", None)
+        if judged is None:
+            continue
+        level = judged.rule.level
+        own, con = judged.plain, judged.conformal
+        own_lo, own_hi = own.coverage_interval
+        con_lo, con_hi = con.coverage_interval
+        sizes = f"mean set size {own.mean_size:.2f} → {con.mean_size:.2f}"
+        shown = (f"{own.coverage:.3f} [{own_lo:.3f}, {own_hi:.3f}] → {con.coverage:.3f} "
+                 f"[{con_lo:.3f}, {con_hi:.3f}]")
+        if own_hi < level:
+            fixes[name] = con_hi >= level
+            verb = "fixes" if fixes[name] else "does not fix"
+            text = (f"Conformalization {verb} the label-set coverage of {name} at level "
+                    f"{level:g}: {shown}, {sizes}")
+        elif own_lo > level:
+            smaller = "smaller" if con.mean_size < own.mean_size else "no smaller"
+            text = (f"{name}'s own label sets over-cover at level {level:g}; conformal sets "
+                    f"keep the level with {smaller} sets: {shown}, {sizes}")
+        else:
+            text = (f"{name}'s own label sets already cover as claimed at level {level:g}; "
+                    f"conformal sets: {shown}, {sizes}")
+        if own.worst_decile_coverage is not None and con.worst_decile_coverage is not None:
+            text += (f"; worst-decile conditional coverage {own.worst_decile_coverage:.3f} → "
+                     f"{con.worst_decile_coverage:.3f}")
+        if judged.hcs_missed_rate is not None and judged.rule.hcs is not None:
+            text += (f"; its conformal HCS dismissed {judged.hcs_missed_rate:.1%} of the "
+                     f"test targets (bound {judged.rule.hcs.alpha:g})")
+        sentences.append(text + ".")
+    return fixes, sentences
 
 
 def _shift_sentences(result: Comparison) -> list[str]:

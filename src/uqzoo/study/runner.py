@@ -178,6 +178,16 @@ def _dataset_options(name: str, options: dict[str, Any], data_seed: int) -> dict
     return out
 
 
+def _conformal_split(config: dict[str, Any], data: Any, seed: int) -> tuple[Any, Any]:
+    """(data to fit on, held-out calibration (X, y) or None): with a study's ``conformal``
+    a stratified 20 % of the training data, chosen by the task's seed, is held out."""
+    if config.get("conformal") is None:
+        return data, None
+    from uqzoo.recalibrate import DEFAULT_CALIBRATION_FRACTION, calibration_split
+
+    return calibration_split(data, DEFAULT_CALIBRATION_FRACTION, seed=seed)
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Load the task's data, fit its method, evaluate: one result, plain data only.
 
@@ -205,7 +215,11 @@ def run_task(task: Task) -> dict[str, Any]:
         ``reference_seconds`` of ``timings`` (0 when a worker reused it),
         ``fit_config`` (the method's full config), ``diagnostics``,
         ``warnings`` (messages raised during the task) and ``timings``
-        (``load_seconds``, ``fit_seconds``, ``eval_seconds``).
+        (``load_seconds``, ``fit_seconds``, ``eval_seconds``). With
+        ``conformal`` in the study the method is fitted without a held-out
+        20 % of the training data and ``report`` also holds the conformal
+        keys (``conformal_coverage``, ``plain_set_coverage``, ...; see
+        :class:`~uqzoo.study.studyfile.Study`).
 
     Example
     -------
@@ -246,11 +260,19 @@ def run_task(task: Task) -> dict[str, Any]:
         data = datasets.load(name, **options)
         t1 = time.perf_counter()
         spec = MLPSpec(data.n_features, data.n_classes, **spec_options)
-        posterior = fit(config["method"]["name"], spec, data, seed=task.seed,
+        fit_data, calibration = _conformal_split(config, data, task.seed)
+        posterior = fit(config["method"]["name"], spec, fit_data, seed=task.seed,
                         progress_bar=False, **config["method"]["config"])
         t2 = time.perf_counter()
+        rule = None
+        if calibration is not None:
+            from uqzoo.conformal import conformalize
+
+            rule = conformalize(posterior, calibration=calibration,
+                                alpha=1.0 - config["conformal"]["level"],
+                                score=config["conformal"]["score"])
         report = evaluate(posterior, data, levels=tuple(config["levels"]),
-                          delta=config["delta"])
+                          delta=config["delta"], conformal=rule)
         t3 = time.perf_counter()
         closeness: dict[str, Any] = {}
         if config.get("reference") is not None:

@@ -9,6 +9,8 @@ the replicates::
     levels = [0.5, 0.8, 0.9, 0.95]
     delta = 0.2                 # High Confidence Set threshold
     seed = 0                    # changes every replicate's data and every fit
+    conformal = 0.9             # optional: also split-conformal label sets at this level
+    conformal_score = "lac"     # or "aps" (with conformal only)
 
     [spec]                      # uz.MLPSpec without in_features / n_classes
     hidden = [10, 10]
@@ -74,7 +76,8 @@ __all__ = ["Study", "Task", "expand", "read_study"]
 DEFAULT_DELTA = 0.2
 
 _TOP_KEYS = ("study", "spec", "datasets", "methods", "reference")
-_STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed")
+_STUDY_KEYS = ("name", "description", "replicates", "levels", "delta", "seed", "conformal",
+               "conformal_score")
 _ENTRY_KEYS = ("name", "label", "options", "grid")
 _METHOD_KEYS = ("name", "label", "config", "grid")
 # Data-set options the runner sets itself: the data seed comes from the task, and
@@ -240,6 +243,26 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
             "prior_scale": float(made.prior_scale), "prior": made.prior}
 
 
+def _read_conformal(head: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
+    """``conformal`` (a level in (0, 1)) and ``conformal_score`` of ``[study]``."""
+    from uqzoo.conformal import SCORES
+
+    if "conformal" not in head:
+        if "conformal_score" in head:
+            raise InvalidInputError(f"{toml.where(path, 'study.conformal_score')}: needs "
+                                    "conformal = LEVEL (e.g. 0.9)")
+        return None
+    level = toml.check_number(head["conformal"], path, "study.conformal")
+    if not 0.0 < level < 1.0:
+        raise InvalidInputError(f"{toml.where(path, 'study.conformal')}: must be a level in "
+                                f"(0, 1) such as 0.9, got {level}")
+    score = toml.check_str(head.get("conformal_score", "lac"), path, "study.conformal_score")
+    if score not in SCORES:
+        raise InvalidInputError(f"{toml.where(path, 'study.conformal_score')}: must be one of "
+                                f"{', '.join(SCORES)}, got {score!r}")
+    return {"level": float(level), "score": score}
+
+
 def _read_reference(raw: object, path: Path) -> dict[str, Any]:
     """``[reference]``: HMC options on top of :data:`uqzoo.reference.REFERENCE_OPTIONS`,
     built into an ``hmc.Config`` now (a bad one fails here), returned complete."""
@@ -379,6 +402,14 @@ class Study:
     reference : dict or None
         The ``[reference]`` table's HMC options, complete (defaults filled in);
         None: no fidelity.
+    conformal : dict or None
+        ``{"level": L, "score": "lac" | "aps"}`` from ``conformal`` (and
+        ``conformal_score``) of ``[study]``: every task holds out a stratified
+        20 % of its training data (seeded by the task), fits on the rest and
+        judges split-conformal label sets at level L beside the method's own
+        (:func:`uqzoo.conformal.conformalize`; ``conformal_*`` and
+        ``plain_set_*`` keys of the task's report). None: not, and the tasks'
+        ids are those of a study without the key.
     """
 
     path: Path
@@ -393,6 +424,7 @@ class Study:
     methods: tuple[_Entry, ...]
     source: str
     reference: dict[str, Any] | None = None
+    conformal: dict[str, Any] | None = None
 
     @property
     def sha256(self) -> str:
@@ -420,6 +452,8 @@ class Study:
                             }
                             if self.reference is not None:
                                 full["reference"] = self.reference
+                            if self.conformal is not None:
+                                full["conformal"] = self.conformal
                             task = Task.from_config(
                                 full, study=self.name, dataset=data_entry.label,
                                 setting=setting, method=method_entry.label, variant=variant)
@@ -510,6 +544,7 @@ def read_study(path: str | os.PathLike) -> Study:
     delta = toml.read_delta(head.get("delta", DEFAULT_DELTA), path, "study.delta")
     spec = _read_spec(raw.get("spec", {}), path)
     reference = _read_reference(raw["reference"], path) if "reference" in raw else None
+    conformal = _read_conformal(head, path)
     entries: dict[str, tuple[_Entry, ...]] = {}
     for kind in ("datasets", "methods"):
         items = raw.get(kind)
@@ -526,7 +561,7 @@ def read_study(path: str | os.PathLike) -> Study:
     study = Study(path=path, name=name, description=description, replicates=replicates,
                   levels=levels, delta=delta, seed=seed, spec=spec,
                   datasets=entries["datasets"], methods=entries["methods"], source=text,
-                  reference=reference)
+                  reference=reference, conformal=conformal)
     # Counted before any task is built: a 3000 × 3000 grid would fill memory first.
     settings = sum(math.prod(len(v) for _, v in e.grid) for e in entries["datasets"])
     variants = sum(math.prod(len(v) for _, v in e.grid) for e in entries["methods"])
