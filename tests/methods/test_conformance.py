@@ -19,6 +19,10 @@ TINY_CONFIGS = {
     "swag": dict(num_epochs=40, num_samples=20, batch_size=20),
     "laplace": dict(num_samples=20),
     "map": dict(num_epochs=50),
+    "sgld": dict(num_steps=200, num_burnin=50, num_samples=20, num_chains=2, batch_size=10),
+    "sghmc": dict(num_steps=100, num_burnin=20, num_samples=20, num_chains=2, batch_size=10,
+                  num_integration_steps=2),
+    "csgmcmc": dict(num_steps=200, num_samples=20, num_chains=2, num_cycles=2, batch_size=10),
 }
 
 

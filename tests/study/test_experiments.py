@@ -45,12 +45,13 @@ def test_seed_study_mirrors_the_paper():
     assert study.spec["hidden"] == [10, 10] and study.spec["activation"] == "tanh"
     assert study.levels == (0.5, 0.8, 0.9, 0.95)
     assert study.replicates >= 20
-    # the paper's seven posterior approximators; the MAP baseline has no intervals to cover
+    # the paper's seven posterior approximators and the three SG-MCMC samplers (issue #24);
+    # the MAP baseline has no intervals to cover
     assert {m.name for m in study.methods} == set(uz.methods.names()) - {"map"}
     assert {d.name for d in study.datasets} == {"sim-teacher", "gaussian-mixture"}
     assert study.spec["prior"] == "iid"      # the teacher's prior: well specified
     settings = {(t.dataset, t.setting) for t in tasks}
-    assert len(tasks) == len(settings) * len(study.methods) * study.replicates == 280
+    assert len(tasks) == len(settings) * len(study.methods) * study.replicates == 400
     for task in tasks:
         config = task.config
         assert config["dataset"]["options"]["n_test"] >= 2000
@@ -90,7 +91,7 @@ def test_cluster_driver_dry_run():
                            "--jobs", "4", "--scheduler", "pbs"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "seed_study: 280 tasks; 4 pbs jobs × 16 workers = 64 workers" in done.stdout
+    assert "seed_study: 400 tasks; 4 pbs jobs × 16 workers = 64 workers" in done.stdout
 
 
 def test_readmes_list_the_experiments_and_mark_missing_results():

@@ -1,4 +1,4 @@
-"""The seven posterior approximators and the MAP baseline, behind one ``fit`` function.
+"""The posterior approximators and the MAP baseline, behind one ``fit`` function.
 
 Each method lives in its own module, which satisfies the :class:`Method`
 protocol:
@@ -47,6 +47,9 @@ REGISTRY: dict[str, str] = {
     "swag": "uqzoo.methods.swag",
     "laplace": "uqzoo.methods.laplace",
     "map": "uqzoo.methods.map",
+    "sgld": "uqzoo.methods.sgld",
+    "sghmc": "uqzoo.methods.sghmc",
+    "csgmcmc": "uqzoo.methods.csgmcmc",
 }
 
 
@@ -157,7 +160,8 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
     ----------
     method : str
         One of :func:`names`: ``"hmc"``, ``"mfvi"``, ``"mc_dropout"``,
-        ``"ensemble"``, ``"bootstrap"``, ``"swag"``, ``"laplace"``, or ``"map"`` (the
+        ``"ensemble"``, ``"bootstrap"``, ``"swag"``, ``"laplace"``, the stochastic-gradient
+        MCMC samplers ``"sgld"``, ``"sghmc"``, ``"csgmcmc"``, or ``"map"`` (the
         point-estimate baseline: one MAP network, one draw).
     spec : MLPSpec
         The network; its ``in_features`` and ``n_classes`` must match ``data``.
