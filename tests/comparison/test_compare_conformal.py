@@ -80,6 +80,7 @@ def test_the_verdict_says_when_conformalization_fixes_coverage(stand_ins, data):
     page = uz.report.render_report(result, data=data)
     assert 'id="conformal"' in page and 'id="conformal-table"' in page
     assert "Conformal label sets" in page and "worst 10 %" in page
+    assert 'id="conditional-coverage-plot"' in page
     fig = uz.plots.conditional_coverage_plot(result.reports)
     assert len(fig.axes) == 1
 

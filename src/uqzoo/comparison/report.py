@@ -368,6 +368,19 @@ def _conformal_html(result: Comparison) -> str:
         cells.append("—" if j.hcs_missed_rate is None else f"{j.hcs_missed_rate:.1%}")
         body.append(f'<tr data-method="{_e(name)}"><th scope="row">{_e(name)}</th>'
                     + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    figure = ""
+    if truth:
+        from uqzoo import plots
+
+        shown = {n: r for n, r in result.reports.items()
+                 if getattr(r, "conformal", None) is not None}
+        figure = _figure(plots.conditional_coverage_plot(shown),
+                         "distribution of exact conditional coverage, own and conformal sets",
+                         "Share of test points whose set covers at most x of the true "
+                         "probability mass, P(y ∈ C(x) | x): dashed the method's own sets, "
+                         "solid its conformal sets, dotted the level. Mass left of the "
+                         "line is where a set covers less than it claims.",
+                         "conditional-coverage-plot")
     kind = "class-conditional (Mondrian)" if record["mondrian"] else "marginal"
     conditional = (" With the true probabilities known, <em>worst 10 %</em> is the mean "
                    "exact conditional coverage P(y ∈ C(x) | x) over the tenth of test points "
@@ -386,7 +399,7 @@ def _conformal_html(result: Comparison) -> str:
             f"the credible HCS's missed targets in the table above.{conditional} The "
             f"verdict says whether conformalization fixes each method's coverage.</p>"
             f'<div class="scroll"><table id="conformal-table"><thead>{head}</thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+            f'<tbody>{"".join(body)}</tbody></table></div>{figure}')
 
 
 def _shift_row(shift: pd.DataFrame, column: Column) -> pd.Series | None:
