@@ -22,7 +22,8 @@ import uqzoo as uz
 from uqzoo.study import plots
 
 HERE = Path(__file__).resolve().parent
-METHOD_ORDER = ["hmc", "bootstrap", "laplace", "mfvi", "mc_dropout", "swag", "ensemble"]
+METHOD_ORDER = ["hmc", "bootstrap", "laplace", "mfvi", "mc_dropout", "swag", "ensemble",
+                "sgld", "sghmc", "csgmcmc"]
 
 
 def markdown_table(summary: pd.DataFrame, levels=(0.8, 0.95)) -> str:

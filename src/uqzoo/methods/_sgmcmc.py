@@ -114,7 +114,7 @@ class Common:
     num_burnin : int
         First steps of each chain that are discarded; less than ``num_steps``.
     step_size : float
-        Step size per training row (> 0): the kernel's step is
+        Step size per training row (> 0; each method sets its own default): the kernel's step is
         ``step_size / N`` for Langevin dynamics, ``sqrt(step_size / N)`` for
         SGHMC; for csgmcmc it is the peak of each cycle.
     batch_size : int
