@@ -61,6 +61,12 @@ QUICK_CONFIGS: dict[str, dict[str, Any]] = {
     "swag": {},
     "laplace": {},
     "map": {},
+    # SG-MCMC at their defaults (the common draw budget split over chains and cycles):
+    # about 30 s each on 1,000 rows, compilation included (benchmarks/README.md,
+    # "SG-MCMC defaults"), so they join the default set of every method.
+    "sgld": {},
+    "sghmc": {},
+    "csgmcmc": {},
 }
 
 
