@@ -65,6 +65,18 @@ def test_conformal_columns_equal_uz_conformal_on_its_own(stand_ins, data):
     said = [s for s in judged.sentences if "label-set coverage" in s or "label sets" in s]
     assert len(said) == len(result.table)
     assert all("mean set size" in s and "worst-decile conditional coverage" in s for s in said)
+    # the conformal HCS beside the credible-interval HCS, at each credible level
+    from uqzoo.comparison.verdict import credible_missed_rates
+
+    report = result.reports["laplace"]
+    [(level, rate)] = credible_missed_rates(report)
+    targets = report.y == 1
+    assert level == 0.8
+    assert rate == pytest.approx(report.hcs_negative[0][targets, 0].mean())
+    about_laplace = next(s for s in said if "of laplace at level" in s
+                         or s.startswith("laplace's own"))
+    assert f"its credible-interval HCS {rate:.1%} at 0.8" in about_laplace
+    assert all("its credible-interval HCS" in s for s in said)
 
 
 def test_the_verdict_says_when_conformalization_fixes_coverage(stand_ins, data):
@@ -80,7 +92,7 @@ def test_the_verdict_says_when_conformalization_fixes_coverage(stand_ins, data):
     page = uz.report.render_report(result, data=data)
     assert 'id="conformal"' in page and 'id="conformal-table"' in page
     assert "Conformal label sets" in page and "worst 10 %" in page
-    assert 'id="conditional-coverage-plot"' in page
+    assert 'id="conditional-coverage-plot"' in page and "credible HCS missed 0.8" in page
     fig = uz.plots.conditional_coverage_plot(result.reports)
     assert len(fig.axes) == 1
 

@@ -82,6 +82,7 @@ from uqzoo.comparison.verdict import (
     _map_text,
     _recalibration_pairs,
     _settings,
+    credible_missed_rates,
     report_table,
     verdict,
 )
@@ -344,9 +345,11 @@ def _conformal_html(result: Comparison) -> str:
     if not record or not judged:
         return ""
     truth = any(j.conformal.conditional_coverage is not None for j in judged.values())
+    levels = next(iter(result.reports.values())).levels
     heads = ["own coverage", "own size", *(["own worst 10 %"] if truth else []),
              "conformal coverage", "conformal size", "singletons",
-             *(["conformal worst 10 %"] if truth else []), "conformal HCS missed"]
+             *(["conformal worst 10 %"] if truth else []), "conformal HCS missed",
+             *(f"credible HCS missed {lv:g}" for lv in levels)]
     head = ('<tr><th scope="col">method</th>'
             + "".join(f'<th scope="col">{_e(h)}</th>' for h in heads) + "</tr>")
 
@@ -366,6 +369,8 @@ def _conformal_html(result: Comparison) -> str:
             cells.append("—" if j.conformal.worst_decile_coverage is None
                          else f"{j.conformal.worst_decile_coverage:.3f}")
         cells.append("—" if j.hcs_missed_rate is None else f"{j.hcs_missed_rate:.1%}")
+        credible = dict(credible_missed_rates(result.reports[name]))
+        cells += [f"{credible[lv]:.1%}" if lv in credible else "—" for lv in levels]
         body.append(f'<tr data-method="{_e(name)}"><th scope="row">{_e(name)}</th>'
                     + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     figure = ""
@@ -396,7 +401,8 @@ def _conformal_html(result: Comparison) -> str:
             f"dismisses a point as not the target when its probability is below a threshold "
             f"set by conformal risk control so that at most α = "
             f"{float(record['alpha']):g} of targets are dismissed in expectation; compare "
-            f"the credible HCS's missed targets in the table above.{conditional} The "
+            f"the credible-interval HCS's share at each credible level (δ = "
+            f"{float(_settings(result).delta):g}).{conditional} The "
             f"verdict says whether conformalization fixes each method's coverage.</p>"
             f'<div class="scroll"><table id="conformal-table"><thead>{head}</thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>{figure}')

@@ -663,6 +663,18 @@ def _recalibration_sentences(table: pd.DataFrame, maps: Mapping[str, Mapping[str
     return lowers, sentences
 
 
+def credible_missed_rates(report: Any) -> list[tuple[float, float]]:
+    """(level, share of the judged classes' test points the credible-interval HCS
+    confidently dismissed) per level: the rate the conformal HCS bounds by α."""
+    y = np.asarray(report.y)
+    is_target = y[:, None] == np.asarray(report.hcs_classes)[None, :]
+    n_targets = int(is_target.sum())
+    if not n_targets:
+        return []
+    return [(float(level), float((report.hcs_negative[i] & is_target).sum() / n_targets))
+            for i, level in enumerate(report.levels)]
+
+
 def conformal_sentences(result: Comparison) -> tuple[dict[str, bool], list[str]]:
     """Per row with conformal sets: does conformalization fix its coverage, at what size.
 
@@ -704,6 +716,10 @@ def conformal_sentences(result: Comparison) -> tuple[dict[str, bool], list[str]]
         if judged.hcs_missed_rate is not None and judged.rule.hcs is not None:
             text += (f"; its conformal HCS dismissed {judged.hcs_missed_rate:.1%} of the "
                      f"test targets (bound {judged.rule.hcs.alpha:g})")
+            credible = credible_missed_rates(report)
+            if credible:
+                shown = ", ".join(f"{rate:.1%} at {lv:g}" for lv, rate in credible)
+                text += f", its credible-interval HCS {shown}"
         sentences.append(text + ".")
     return fixes, sentences
 
