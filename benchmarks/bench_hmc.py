@@ -154,13 +154,18 @@ def run_plain(data, spec, seed, num_warmup, num_samples, num_chains=1,
     from numpyro.infer import MCMC
 
     sizes = (spec.in_features, *spec.hidden, 1)
-    assert spec.n_classes == 2 and spec.prior == "iid" and spec.prior_scale == 1.0, spec
+    assert spec.n_classes == 2 and spec.activation == "tanh", spec
+    # The spec's prior, as a user would write it: N(0, sd²) per weight and bias
+    # (sd = prior_scale, over √fan_in for weights under the fan-in prior).
+    sd = spec.prior_sds()
 
     def model(X, y):
         h = X
         for i, (a, b) in enumerate(itertools.pairwise(sizes)):
-            w = numpyro.sample(f"w{i}", dist.Normal(0, 1).expand((b, a)).to_event(2))
-            c = numpyro.sample(f"b{i}", dist.Normal(0, 1).expand((b,)).to_event(1))
+            w = numpyro.sample(f"w{i}", dist.Normal(0, sd[f"layers.{i}.weight"])
+                               .expand((b, a)).to_event(2))
+            c = numpyro.sample(f"b{i}", dist.Normal(0, sd[f"layers.{i}.bias"])
+                               .expand((b,)).to_event(1))
             h = h @ w.T + c
             if i < len(sizes) - 2:
                 h = jnp.tanh(h)
