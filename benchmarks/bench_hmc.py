@@ -335,11 +335,20 @@ def main():
         if rival not in summary:
             continue
         # Equal work (STYLE.md rule 20): the same chains, iterations, prior and data.
-        for mine, theirs in zip([r for r in results["runs"] if r["arm"] == arm],
-                                [r for r in results["runs"] if r["arm"] == rival], strict=True):
+        pairs = list(zip([r for r in results["runs"] if r["arm"] == arm],
+                         [r for r in results["runs"] if r["arm"] == rival], strict=True))
+        for mine, theirs in pairs:
+            assert mine["seed"] == theirs["seed"]
             assert mine["work"] == theirs["work"], (arm, mine["work"], rival, theirs["work"])
-        s[f"ess_per_second_vs_{rival}"] = round(s["ess_per_second"]
-                                                / summary[rival]["ess_per_second"], 2)
+        # The ratio is taken per seed (the same data and starting seed), then its
+        # median: a ratio of medians would pair one seed's arm with another's.
+        # Per CPU second too: on a shared machine each arm gets what the other
+        # jobs leave it (`cores_used`), and the wall ratio measures that as well.
+        s[f"ess_per_second_vs_{rival}"] = round(statistics.median(
+            m["ess_per_second"] / t["ess_per_second"] for m, t in pairs), 3)
+        s[f"ess_per_cpu_second_vs_{rival}"] = round(statistics.median(
+            (m["ess_per_second"] / m["cores_used"]) / (t["ess_per_second"] / t["cores_used"])
+            for m, t in pairs), 3)
     results["summary"] = summary
     print("\nmedians over seeds", seeds)
     for arm, s in summary.items():
