@@ -46,7 +46,9 @@ REGISTRY: dict[str, str] = {
     "bootstrap": "uqzoo.methods.bootstrap",
     "swag": "uqzoo.methods.swag",
     "laplace": "uqzoo.methods.laplace",
-    "map": "uqzoo.methods.map",
+    # not uqzoo.methods.map: importing a submodule binds its name in this package,
+    # and a submodule named map would hide the builtin map() here
+    "map": "uqzoo.methods.map_estimate",
     "sgld": "uqzoo.methods.sgld",
     "sghmc": "uqzoo.methods.sghmc",
     "csgmcmc": "uqzoo.methods.csgmcmc",

@@ -1,4 +1,4 @@
-"""MAP point estimate: one network trained to the posterior mode, one draw.
+"""The ``map`` method -- MAP point estimate: one network trained to the posterior mode, one draw.
 
 The no-uncertainty baseline every method must beat: the same network and
 prior as every other method, trained once by the shared trainer
