@@ -12,7 +12,7 @@ from uqzoo.errors import InvalidInputError, InvalidTypeError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FIDELITY_SUMMARY", "GROUP_COLUMNS", "SUMMARY_METRICS", "summarize"]
+__all__ = ["CONFORMAL_SUMMARY", "FIDELITY_SUMMARY", "GROUP_COLUMNS", "SUMMARY_METRICS", "summarize"]
 
 GROUP_COLUMNS = ("dataset", "setting", "method", "variant", "level")
 # Averaged over replicates, each with its Monte Carlo standard error.
@@ -22,6 +22,9 @@ SUMMARY_METRICS = ("coverage", "interval_width", "hcs_proportion", "hcs_accuracy
 # [reference] made it (columns of results that hold any value).
 FIDELITY_SUMMARY = tuple(h.name for h in headline.HEADLINE
                          if h.needs_reference and "study" in h.where)
+# Split-conformal label sets: likewise, where a study's ``conformal`` made them.
+CONFORMAL_SUMMARY = tuple(h.name for h in headline.HEADLINE
+                          if h.group == "conformal" and "study" in h.where)
 
 
 def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
@@ -41,7 +44,8 @@ def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
     metrics : sequence of str, optional
         Columns to average; default :data:`SUMMARY_METRICS` and, where the
         results hold them (a study with ``[reference]``), the closeness to the
-        reference posterior (:data:`FIDELITY_SUMMARY`).
+        reference posterior (:data:`FIDELITY_SUMMARY`) and (a study with
+        ``conformal``) the split-conformal sets (:data:`CONFORMAL_SUMMARY`).
 
     Returns
     -------
@@ -67,7 +71,7 @@ def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
     by = list(by)
     if metrics is None:
         metrics = [*SUMMARY_METRICS,
-                   *(m for m in FIDELITY_SUMMARY
+                   *(m for m in (*FIDELITY_SUMMARY, *CONFORMAL_SUMMARY)
                      if m in results.columns and results[m].notna().any())]
     metrics = list(metrics)
     missing = [c for c in (*by, *metrics) if c not in results.columns]

@@ -39,7 +39,7 @@ from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import _show, check_choice, check_int
 from uqzoo._version import versions
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
-from uqzoo.study.store import Store
+from uqzoo.study.store import CONFORMAL_METRICS, Store
 from uqzoo.study.studyfile import Study, Task, read_study
 
 __all__ = ["EXECUTORS", "RunSummary", "run", "run_task", "thread_environment"]
@@ -112,6 +112,13 @@ def _fidelity_metrics(fid: Any, gate_passed: bool) -> dict[str, Any]:
         out[f"fidelity_{score.name}"] = score.value
         out[f"fidelity_{score.name}_mc_floor"] = score.mc_floor
     return out
+
+
+def _conformal_metrics(report: Any) -> dict[str, Any]:
+    """A task's split-conformal sets (the store's :data:`CONFORMAL_METRICS`): NaN where
+    the report has none (the worst deciles need true probabilities)."""
+    headline = report.to_dict()
+    return {name: float(headline.get(name, math.nan)) for name in CONFORMAL_METRICS}
 
 
 # A worker's last references, by what makes them (data setting, replicate, network,
@@ -217,8 +224,9 @@ def run_task(task: Task) -> dict[str, Any]:
         ``warnings`` (messages raised during the task) and ``timings``
         (``load_seconds``, ``fit_seconds``, ``eval_seconds``). With
         ``conformal`` in the study the method is fitted without a held-out
-        20 % of the training data and ``report`` also holds the conformal
-        keys (``conformal_coverage``, ``plain_set_coverage``, ...; see
+        20 % of the training data and ``report`` and ``metrics`` also hold
+        the conformal keys (``conformal_coverage``, ``plain_set_coverage``,
+        ...: :data:`uqzoo.study.store.CONFORMAL_METRICS`; see
         :class:`~uqzoo.study.studyfile.Study`).
 
     Example
@@ -293,7 +301,8 @@ def run_task(task: Task) -> dict[str, Any]:
     return {
         "task_id": task.id,
         "status": "done",
-        "metrics": {**_task_metrics(report), **closeness},
+        "metrics": {**_task_metrics(report), **closeness,
+                    **(_conformal_metrics(report) if rule is not None else {})},
         "levels": _level_metrics(report),
         "report": _plain(report.to_dict()),
         "fit_config": _plain(dict(posterior.config)),

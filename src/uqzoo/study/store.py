@@ -62,8 +62,8 @@ if TYPE_CHECKING:
 
     from uqzoo.study.studyfile import Study, Task
 
-__all__ = ["FIDELITY_METRICS", "LEVEL_METRICS", "STATUSES", "TASK_METRICS", "Store", "load",
-           "status_counts"]
+__all__ = ["CONFORMAL_METRICS", "FIDELITY_METRICS", "LEVEL_METRICS", "STATUSES", "TASK_METRICS",
+           "Store", "load", "status_counts"]
 
 SCHEMA_VERSION = 1
 # PRAGMA application_id: "uqzs" in ASCII, so a store is recognisable as one.
@@ -83,7 +83,11 @@ TASK_METRICS: tuple[str, ...] = (
 # gate. Added to stores made before them when a run opens one (NULL for old tasks).
 FIDELITY_METRICS = (*(f"{h.name}{suffix}" for h in headline.HEADLINE if h.needs_reference
                       for suffix in ("", "_mc_floor")), "reference_gate_passed")
-TASK_METRICS = (*TASK_METRICS, *FIDELITY_METRICS)
+# Split-conformal label sets, with the study's ``conformal`` option only: the
+# headlines of group "conformal" (conformal_coverage, conformal_set_size, plain_*,
+# ...), at the study's one conformal level. Added to older stores like the above.
+CONFORMAL_METRICS = tuple(h.name for h in headline.HEADLINE if h.group == "conformal")
+TASK_METRICS = (*TASK_METRICS, *FIDELITY_METRICS, *CONFORMAL_METRICS)
 # Metrics per credible level.
 LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se",
                  "hcs_size", "hcs_proportion", "hcs_accuracy", "hcs_accuracy_se",
@@ -96,7 +100,8 @@ TIMINGS = ("started", "finished", "load_seconds", "fit_seconds", "eval_seconds",
 # an older store (ALTER TABLE ... ADD COLUMN, NULL for the tasks already there),
 # and load() reads NULL where a store lacks them, so format 1 stays readable both
 # ways (an older uqzoo selects its own columns and never sees these).
-_ADDED_COLUMNS = (*FIDELITY_METRICS, "reference_seconds", "fidelity_seconds")
+_ADDED_COLUMNS = (*FIDELITY_METRICS, "reference_seconds", "fidelity_seconds",
+                  *CONFORMAL_METRICS)
 _JSON_COLUMNS = ("fit_config_json", "versions_json", "diagnostics_json", "warnings_json",
                  "report_json")
 
@@ -496,7 +501,11 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
         the task's rows (``accuracy``, ``ece``, ``brier``, ``nll``, ...,
         ``num_draws``, ``converged``; with a study's ``[reference]`` the
         ``fidelity_<score>`` columns, each with ``_mc_floor``, and
-        ``reference_gate_passed``, else NaN / <NA>), the timings (``fit_seconds``,
+        ``reference_gate_passed``, else NaN / <NA>; with a study's ``conformal``
+        the split-conformal sets at its level, :data:`CONFORMAL_METRICS`:
+        ``conformal_coverage``, ``conformal_set_size``, ..., the model's own
+        ``plain_set_coverage``, ..., else NaN, the ``*_worst_decile`` NaN also
+        without true probabilities), the timings (``fit_seconds``,
         ``task_seconds``, ...), ``worker`` and ``error``. ``*_se`` columns
         are the evaluator's standard errors within one task; across replicates
         see :func:`uqzoo.study.summarize`.
