@@ -82,6 +82,10 @@ def _study_file(tmp_path, name: str, extra: str):
     return path
 
 
+# A real run through the worker pool: a worker process starts and compiles the fit
+# (~20 s on two quiet cores); make test-slow and CI run it, and the tests around it
+# check the same columns without a worker.
+@pytest.mark.slow
 def test_the_store_keeps_the_conformal_sets_and_the_summary_averages_them(tmp_path):
     store = tmp_path / "conformal.sqlite"
     summary = uz.study.run(_study_file(tmp_path, "conf", "conformal = 0.9"), store=store,
