@@ -224,6 +224,16 @@ def test_verdict_ranks_by_fidelity_on_data_without_truth_when_the_gate_passed(st
     assert any("passed the reference gate" in s for s in judged.sentences)
 
 
+def test_verdict_names_a_reference_passed_in_as_a_posterior(stand_ins, no_truth):
+    # it once read "the reference posterior posterior" (the source of a Posterior passed in)
+    reference = as_reference(hmc_stand_in(no_truth, seed=1), no_truth)
+    result = run(no_truth, ["ensemble", "laplace"], reference=reference)
+    assert result.settings.reference.source == "posterior"
+    text = str(verdict(result))
+    assert "measured against a reference posterior passed in" in text
+    assert "posterior posterior" not in text
+
+
 def test_verdict_uses_a_constructed_gate_result(stand_ins, no_truth):
     """A comparison whose reference failed its gate, given a passed gate by hand: the
     verdict (ranking the reports itself, as for a hand-assembled comparison) goes by W1."""

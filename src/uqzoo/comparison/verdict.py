@@ -563,9 +563,13 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
     reference = settings.reference if settings is not None else None
     if reference is None:
         return []
-    where = ("the comparison's own HMC fit (not independent of the hmc row, whose closeness "
-             "is perfect by construction)" if reference.row is not None else
-             f"the reference posterior {reference.source}")
+    if reference.row is not None:
+        where = ("the comparison's own HMC fit (not independent of the hmc row, whose "
+                 "closeness is perfect by construction)")
+    elif reference.source == "posterior":         # a Posterior passed in, not a file
+        where = "a reference posterior passed in (uz.compare(reference=...))"
+    else:
+        where = f"the saved reference posterior {reference.source}"
     by_fidelity = any(r.metric == "wasserstein1" for r in rankings)
     if not reference.passed:
         return [f"Closeness to the exact posterior was measured against {where}, which did "
@@ -580,7 +584,8 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
     if any(r.metric == "interval_score" for r in rankings):
         return [text + "; with known true probabilities the interval score ranks, and the "
                 "fidelity_* columns say how close each method comes to the exact posterior."]
-    return [text + "; no fit besides the reference itself is left to rank by it."]
+    left = "besides the reference itself " if reference.row is not None else ""
+    return [text + f"; no fit {left}is left to rank by it."]
 
 
 def _recalibration_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
