@@ -140,6 +140,7 @@ def test_cyclical_schedule_and_sampling_share():
     assert ends == [start + (c + 1) * length for c in range(3)]
 
 
+@pytest.mark.slow
 def test_csgmcmc_groups_draws_by_chain_and_cycle():
     data = tiny_data(n_train=40)
     spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=(3,))
