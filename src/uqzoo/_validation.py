@@ -227,6 +227,17 @@ def as_labels(y: object, name: str, n_classes: int | None = None,
     return arr
 
 
+def as_calibration_pair(calibration: object, in_features: int,
+                        n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``calibration=(X, y)``, held-out data a recalibration or a conformal rule is fitted
+    on, checked against the network: ``(X as float (N, in_features), y as int64 labels)``."""
+    if not isinstance(calibration, (tuple, list)) or len(calibration) != 2:
+        raise InvalidTypeError(
+            f"calibration must be a pair (X, y) of held-out data, got {_show(calibration)}")
+    X = as_float_matrix(calibration[0], "calibration X", n_features=in_features)
+    y = as_labels(calibration[1], "calibration y", n_classes=n_classes, n_rows=X.shape[0])
+    return X, y
+
 def as_probabilities(p: object, name: str, *, n_rows: int | None = None,
                      n_classes: int | None = None, ndim: int = 2) -> np.ndarray:
     """Return ``p`` as a float array whose last axis is a probability vector.

@@ -96,7 +96,7 @@ import numpy as np
 
 from uqzoo._validation import (
     _show,
-    as_float_matrix,
+    as_calibration_pair,
     as_labels,
     as_probabilities,
     check_bool,
@@ -523,12 +523,7 @@ def conformalize(posterior: Any, data: Any = None, *, alpha: float = 0.1, score:
                 "conformalize takes calibration=(X, y) or data (with calibration_fraction), "
                 f"not both; got data={_show(data)}, "
                 f"calibration_fraction={_show(calibration_fraction)}")
-        if not isinstance(calibration, (tuple, list)) or len(calibration) != 2:
-            raise InvalidTypeError(
-                f"calibration must be a pair (X, y) of held-out data, got {_show(calibration)}")
-        X = as_float_matrix(calibration[0], "calibration X", n_features=spec.in_features)
-        y = as_labels(calibration[1], "calibration y", n_classes=spec.n_classes,
-                      n_rows=X.shape[0])
+        X, y = as_calibration_pair(calibration, spec.in_features, spec.n_classes)
         info: dict[str, Any] = {"calibration": "given", "n_calibration": int(X.shape[0])}
     else:
         if data is None:

@@ -56,7 +56,7 @@ import numpy as np
 from uqzoo._data_checks import MIN_CLASS_ROWS
 from uqzoo._validation import (
     _show,
-    as_float_matrix,
+    as_calibration_pair,
     as_labels,
     check_choice,
     check_float,
@@ -164,12 +164,7 @@ def _calibration_data(posterior: Any, data: Any, calibration: object,
             raise InvalidInputError(
                 f"calibration_fraction={_show(calibration_fraction)} splits the training data; "
                 f"it cannot be combined with explicit calibration=(X, y) data. Pass one of them")
-        if not isinstance(calibration, (tuple, list)) or len(calibration) != 2:
-            raise InvalidTypeError(
-                f"calibration must be a pair (X, y) of held-out data, got {_show(calibration)}")
-        X = as_float_matrix(calibration[0], "calibration X", n_features=spec.in_features)
-        y = as_labels(calibration[1], "calibration y", n_classes=spec.n_classes,
-                      n_rows=X.shape[0])
+        X, y = as_calibration_pair(calibration, spec.in_features, spec.n_classes)
         return X, y, {"calibration": "given", "n_calibration": int(X.shape[0])}
     if data is None:
         raise InvalidInputError(
