@@ -109,6 +109,42 @@ def test_a_working_step_is_not_one_point():
     assert post.diagnostics["one_point"] is False
     assert post.diagnostics["logit_spread_ratio"] > 10 * _sgmcmc.ONE_POINT_FRACTION
     assert not any("one point" in m for m in messages)
+    # R-hat above HMC's 1.01 is what SG-MCMC's noise gives a working run; not a flag
+    assert np.nanmax(post.diagnostics["rhat_predictive"]) > _diagnostics.RHAT_THRESHOLD
+    assert post.converged is True and not messages
+
+
+@pytest.mark.parametrize("rhat, converged", [
+    # a right fit: R-hat 1.05-1.3 (development data: 90th percentiles 1.06-1.34), one
+    # outlying point at 1.45 -- the quantile, not the maximum, is judged
+    ([1.05, 1.1, 1.1, 1.15, 1.2, 1.2, 1.25, 1.3, 1.3, 1.45], True),
+    # chains far apart: two points of ten above 1.5 put the 90th percentile above it
+    ([1.05, 1.1, 1.1, 1.15, 1.2, 1.2, 1.25, 1.3, 1.6, 1.7], False),
+])
+def test_chains_far_apart_is_judged_by_the_90th_percentile_of_r_hat(rhat, converged):
+    """SG-MCMC's R-hat rule (not HMC's 1.01 on the maximum): _sgmcmc.RHAT_LIMIT on the
+    quantile; benchmarks/sgmcmc_flag_rates.py measured where right and wrong fits fall."""
+    cfg = sgld.Config()
+    rhat = np.array(rhat)[:, None]                     # (points, 1), as diagnose stores it
+    verdict = _sgmcmc.convergence("sgld", {"rhat_predictive": rhat, "one_point": False,
+                                           "logit_spread_ratio": 0.5}, cfg, np.ones(4, bool))
+    assert verdict.converged is converged
+    assert np.quantile(rhat, _sgmcmc.RHAT_QUANTILE) > _sgmcmc.RHAT_LIMIT or converged
+    if not converged:
+        (message,) = verdict.messages
+        assert "far apart" in message and "20% of the 10" in message and "1.5" in message
+
+
+def test_a_step_fifty_times_too_small_is_flagged_far_apart():
+    """The wrong runs of the measurement, scaled down: chains that barely move from
+    different starts in a short run are flagged, whatever the one-point ratio says."""
+    data = tiny_data(n_train=40)
+    spec = uz.MLPSpec(data.n_features, data.n_classes, hidden=(3,))
+    post, messages = _fit(sgld, data, spec, num_steps=2000, num_burnin=500, num_samples=100,
+                          num_chains=4, batch_size=10, step_size=0.04 / 50)
+    assert np.nanquantile(post.diagnostics["rhat_predictive"], 0.9) > _sgmcmc.RHAT_LIMIT
+    assert post.converged is False
+    assert any("far apart" in m for m in messages)
 
 
 def test_cyclical_schedule_and_sampling_share():

@@ -83,14 +83,30 @@ from uqzoo.methods._config import (
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
 
-__all__ = ["ONE_POINT_FRACTION", "SCHEDULES", "Common", "Decaying", "Phase", "decaying_schedule",
-           "diagnose", "fit", "plain_phases", "run"]
+__all__ = ["ONE_POINT_FRACTION", "RHAT_LIMIT", "RHAT_QUANTILE", "SCHEDULES", "Common",
+           "Decaying", "Phase", "decaying_schedule", "diagnose", "fit", "plain_phases", "run"]
 
 # A run is "effectively one point" when its draws' logit variance is below this
 # share of the local Laplace variance, i.e. their sd is below 10 % of the
 # posterior sd the local curvature implies. On development data a working run
 # sits near 1 and a step 10^4 times too small near 1e-4 (benchmarks/sgmcmc_defaults.py).
 ONE_POINT_FRACTION = 0.01
+# The chains are "far apart" -- the run is not converged -- when the 90th
+# percentile over the diagnostic points of the predictive split R-hat exceeds
+# RHAT_LIMIT (with the default 10 points, about the second largest). Not HMC's 1.01 on the
+# maximum: without a Metropolis step and with minibatch noise, SG-MCMC chains at
+# the default budgets keep a bulk ESS of ~15-100 per point, and R-hat's own noise
+# at that ESS (R-hat² ≈ 1 + chains / ESS for chains that have mixed; Vats and
+# Knudson 2021) puts even right fits at 1.05-1.4; the 1.01 rule fired on every
+# one of 32 development fits whose intervals covered p_true as they should, and on
+# all 120 seed-study fits. Measured (benchmarks/sgmcmc_flag_rates.py, 16 data sets
+# of development data, 8 of them held out from the choice): the 90th percentile
+# is 1.06-1.34 for default sgld and sghmc fits (coverage 0.62-0.92 at 80 %, HMC's
+# own spread between data sets) and 1.64-2.73 for runs whose step is 50× too small
+# (coverage 0.16-0.62); 1.5 lies between them: 0 of 32 right fits flagged, 32 of
+# 32 wrong runs. The maximum is noisier than a quantile: right fits reach 1.40.
+RHAT_QUANTILE = 0.9
+RHAT_LIMIT = 1.5
 # Training rows the GGN of the one-point check is computed on (scaled to N):
 # 4,096 rows give the curvature to a few per cent, at a cost independent of N.
 _GGN_ROWS = 4096
@@ -511,7 +527,7 @@ def _logits(spec: MLPSpec, draws: Mapping[str, np.ndarray], X: np.ndarray) -> np
 
 def convergence(method: str, diagnostics: Mapping[str, Any], cfg: Any,
                 finite: np.ndarray) -> _diagnostics.Convergence:
-    """The verdict: finite chains, predictive R-hat ≤ 1.01, and more than one point."""
+    """The verdict: finite chains, chains not far apart (:data:`RHAT_LIMIT`), not one point."""
     messages = []
     if not finite.all():
         messages.append(
@@ -524,11 +540,13 @@ def convergence(method: str, diagnostics: Mapping[str, Any], cfg: Any,
             f"{method}: R-hat could not be computed ({cfg.draws_per_group} draws per chain; "
             f"at least 4 are needed, or the predictive probabilities are constant), so "
             f"convergence is unchecked.")
-    elif np.nanmax(rhat) > _diagnostics.RHAT_THRESHOLD:
+    elif np.nanquantile(rhat, RHAT_QUANTILE) > RHAT_LIMIT:
+        share = float(np.mean(rhat[np.isfinite(rhat)] > RHAT_LIMIT))
         messages.append(
-            f"{method}: split R-hat of the predictive probability at {rhat.shape[0]} "
-            f"diagnostic training points reaches {np.nanmax(rhat):.3f} "
-            f"(> {_diagnostics.RHAT_THRESHOLD}): the chains disagree; run longer "
+            f"{method}: split R-hat of the predictive probability exceeds {RHAT_LIMIT} at "
+            f"{share:.0%} of the {rhat.shape[0]} diagnostic training points (its "
+            f"{RHAT_QUANTILE:.0%} quantile is {np.nanquantile(rhat, RHAT_QUANTILE):.2f}; "
+            f"flagged above {RHAT_LIMIT}): the chains are far apart; run longer "
             f"(num_steps={cfg.num_steps}) or raise step_size (now {cfg.step_size}).")
     if diagnostics["one_point"]:
         messages.append(

@@ -113,8 +113,9 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     Warns
     -----
     ConvergenceWarning
-        Non-finite chains, predictive R-hat above 1.01, or draws that are
-        effectively one point.
+        Non-finite chains, chains far apart (predictive R-hat's 90th
+        percentile above 1.5, as for ``sgld``), or draws that are effectively
+        one point.
 
     Examples
     --------

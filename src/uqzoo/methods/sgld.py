@@ -101,7 +101,9 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     Warns
     -----
     ConvergenceWarning
-        Non-finite chains, predictive R-hat above 1.01, or draws that are
+        Non-finite chains, chains far apart (the 90th percentile of the
+        predictive R-hat over the diagnostic points above 1.5, not HMC's 1.01:
+        :data:`uqzoo.methods._sgmcmc.RHAT_LIMIT` says why), or draws that are
         effectively one point; the posterior is then ``converged=False``.
 
     Examples
