@@ -364,7 +364,9 @@ def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_
     itself switches adaptation off once the state's iteration counter reaches
     ``num_warmup``, so one compiled NUTS kernel serves both phases (a separate
     warm-up program would compile the whole tree builder a second time).
-    Driven this way the
+    ``float64`` is not read in the body: it keys the cache, so float32 and
+    float64 runs (traced under different ``jax.enable_x64`` settings) keep
+    separate programs. Driven this way the
     chain is bit-identical to ``numpyro.infer.MCMC`` started from the same
     state (``tests/methods/test_hmc.py``).
     """
