@@ -17,6 +17,7 @@ import torch
 import uqzoo as uz
 from _float32_reference import U32, draws_proba64, gamma
 from uqzoo import predictive
+from uqzoo.errors import InvalidInputError
 from uqzoo.predictive import _CHUNK_ELEMENTS, _chunk_size, proba_draws, summarize
 from uqzoo.spec import MLPSpec
 
@@ -304,3 +305,25 @@ def test_order_statistic_summary_equals_credible_interval(n_classes, num_draws):
         assert np.all(s.lower[-1] == 0.0) and np.all(s.upper[-1] == 1.0)   # 95 %: S < 39
     with pytest.raises(uz.InvalidInputError, match="interval"):
         summarize(spec, draws, X, interval="hdi")
+
+
+def test_finiteness_check_rejects_every_non_finite_value_and_accepts_overflowing_sums():
+    # The check sums X (a NaN or inf makes the sum non-finite) and falls back to
+    # the element-wise test when the sum is not finite: finite values whose sum
+    # overflows must pass, and +inf and -inf that sum to NaN must not.
+    spec = MLPSpec(3, 2, hidden=(4,))
+    draws = spec.init_params(seed=0, num=5)
+    big = np.full((4, 3), 3e38, dtype=np.float32)          # finite; the sum overflows
+    with np.errstate(over="ignore"):
+        assert np.isinf(big.sum())
+    assert uz.summarize(spec, draws, big).mean.shape == (4, 2)
+    for bad, shown in ((np.nan, "nan"), (np.inf, "inf"), (-np.inf, "-inf")):
+        X = np.zeros((4, 3), dtype=np.float32)
+        X[2, 1] = bad
+        with pytest.raises(InvalidInputError,
+                           match=f"X must be finite; found {shown} at row 2, column 1"):
+            uz.summarize(spec, draws, X)
+    both = np.zeros((4, 3))
+    both[0, 0], both[3, 2] = np.inf, -np.inf                # the sum is NaN
+    with pytest.raises(InvalidInputError, match="found inf at row 0, column 0"):
+        uz.summarize(spec, draws, both)

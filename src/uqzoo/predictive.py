@@ -64,21 +64,20 @@ _CHUNK_ELEMENTS = 2**22
 # per-core L2 cache (2 MiB here); 256-2048 rows ran within 10 % of each other.
 _MAX_CHUNK_ROWS = 2048
 
-# Draws go through the network in groups. The first layer of a group of G1
-# draws is one dense (n, D) × (D, G1·h1) product, G1 chosen so that the
-# product is ~_FIRST_LAYER_WIDTH wide (wide enough to run at the machine's
-# matmul peak, narrow enough that a group's activations stay in L2). Each
-# later layer runs on sub-groups of G draws as one dense product with the
-# block-diagonal (G·h_in, G·h_out) matrix of their weights: it wastes
-# (G - 1)/G of its FLOPs on zeros, but a dense product runs ~20x faster than a
-# batched product of S tiny 10×10 matrices, so a small G wins. Measured per
-# point with S = 1000 and a 200-10-10-1 net on one core (thread CPU time):
-# 10×10 layer G = 2: 8.8 µs, 4: 8.1, 5: 9.7, 10: 14.6, 20: 26.8; 10×1 layer
-# G = 4: 5.3, 10: 3.8, 20: 5.0; first layer G1 = 10: 28.0, 20: 26.2 (the
-# peak-FLOP figure is 26).
+# Draws go through the network in groups of G1, hidden-major: a group's first
+# layer is one dense (G1·h1, D + 1) × (D + 1, n) product with Xᵀ (a row of ones
+# appended for the biases), G1 chosen so that the product has about
+# _FIRST_LAYER_WIDTH rows (enough to run at the machine's matmul peak, few
+# enough that the group's activations stay in cache). Each later layer is one
+# batched product of the G1 draws' (h_out, h_in) weights with their (h_in, n)
+# activations, long rows of n points that a small matrix product handles well.
+# Measured per point with S = 1000 and a 200-10-10-1 net on one core (thread
+# CPU time, 2,048-row chunks): first layer 25.4 µs (the peak-FLOP figure is
+# 26), 10×10 layer 4.6, 10×1 layer 1.4, the (S, n) → (n, S) transpose 1.0;
+# the logits 43 µs in all, against 57 µs for the point-major layout this
+# replaced (X·W products, later layers as block-diagonal products that spent
+# most of their FLOPs on zeros).
 _FIRST_LAYER_WIDTH = 200
-_BLOCK_WIDTH = 100       # G·max(h_in, h_out) at most ...
-_BLOCK_ELEMENTS = 400    # ... and G·h_in·h_out at most (per-draw waste bound)
 
 _INPLACE_ACTIVATIONS = {"tanh": torch.Tensor.tanh_, "relu": torch.Tensor.relu_,
                         "sigmoid": torch.Tensor.sigmoid_}
@@ -143,8 +142,9 @@ def _chunk_size(spec: MLPSpec, num_draws: int, chunk_size: int | None,
                 linearized: bool = False) -> int:
     """Rows per chunk, so that no per-chunk buffer exceeds ``_CHUNK_ELEMENTS``.
 
-    The point-major forward keeps (chunk, S, K) arrays per chunk, and a draw
-    group's hidden activations (chunk, G1 · widest hidden layer); the
+    The fast forward keeps (chunk, S, K) arrays per chunk (its logits once
+    draw-major and once point-major), and a draw group's hidden activations
+    (G1 · widest hidden layer, chunk); the
     linearised forward holds (S, chunk, widest layer) activations and
     tangents. So memory is O(S × chunk × width), never O(S × N).
     """
@@ -161,15 +161,14 @@ def _chunk_size(spec: MLPSpec, num_draws: int, chunk_size: int | None,
 class _Forward:
     """Logits of all draws for a chunk of rows, point-major: (n, S, n_outputs).
 
-    Draws are processed in groups (see the constants above). The first layer
-    of a group is one product of X, with a column of ones appended, and the
-    group's weights stacked side by side with their biases as the last row,
-    (D + 1, G1·h1). Each later layer runs on sub-groups as products with the
-    block-diagonal (G·h_in, G·h_out) matrix of their weights. A group's
-    activations, (n, G1·h), stay in cache between layers, activations are
-    applied in place, and the last layer writes straight into its slice of
-    the (n, S·n_outputs) logits -- already the row-per-point layout that the
-    quantile selection needs, so there is no (S, n) transpose.
+    Draws are processed in groups (see the constants above), hidden-major:
+    the chunk is transposed once to (D + 1, n) with a row of ones, a group's
+    first layer is one product with the group's weights stacked row-wise,
+    biases as the last column, (G1·h1, D + 1), and each later layer one
+    batched product (G1, h_out, h_in) × (G1, h_in, n) plus the biases.
+    Activations are applied in place; the last layer writes its (G1·n_out, n)
+    rows of the draw-major logits, and one transpose per chunk gives the
+    (n, S·n_outputs) row-per-point layout the quantile selection needs.
 
     With an ``anchor`` the network is linearised around it instead
     (:func:`uqzoo.nets.torch.linearized_logits`, draw-major, then transposed).
@@ -196,44 +195,30 @@ class _Forward:
             self.anchor = tnet.to_tensors(anchor)
             return
         sizes = spec.layer_sizes
-        outer = _split(S, max(1, _FIRST_LAYER_WIDTH // sizes[1]))
-        # groups: (s0, s1, first-layer weight with the bias as last row, later
-        # layers), each later layer a list of (c0, c1, block-diagonal weight,
-        # bias) with c0:c1 the sub-group's draws counted from s0.
+        # groups: (s0, s1, first layer (g·h1, D + 1) with the biases as last
+        # column, later layers as (weights (g, out, in), biases (g, out, 1))).
         self.groups = []
-        for s0, s1 in outer:
-            w = draws["layers.0.weight"][s0:s1]                         # (g, h1, D)
-            # The bias is the last row, multiplied by a column of ones appended
-            # to X: addmm's separate bias pass cost 10 % of the first layer.
-            first = _tensor(np.concatenate([w.transpose(2, 0, 1).reshape(w.shape[2], -1),
-                                            draws["layers.0.bias"][s0:s1].reshape(1, -1)]))
-            later = []
-            for i in range(1, spec.n_layers):
-                fan_in, fan_out = sizes[i], sizes[i + 1]
-                size = max(1, min(_BLOCK_WIDTH // max(fan_in, fan_out),
-                                  _BLOCK_ELEMENTS // (fan_in * fan_out)))
-                blocks = []
-                for c0, c1 in _split(s1 - s0, size):
-                    wi = draws[f"layers.{i}.weight"][s0 + c0:s0 + c1]  # (g, out, in)
-                    g = c1 - c0
-                    block = np.zeros((g, fan_in, g, fan_out), dtype=np.float32)
-                    diag = np.arange(g)
-                    block[diag, :, diag, :] = wi.transpose(0, 2, 1)
-                    blocks.append((c0, c1, _tensor(block.reshape(g * fan_in, g * fan_out)),
-                                   _tensor(draws[f"layers.{i}.bias"][s0 + c0:s0 + c1]
-                                           .reshape(-1))))
-                later.append(blocks)
-            self.groups.append((s0, s1, first, later))
-        widest_group = max(s1 - s0 for s0, s1 in outer)
+        for s0, s1 in _split(S, max(1, _FIRST_LAYER_WIDTH // sizes[1])):
+            w, b = draws["layers.0.weight"][s0:s1], draws["layers.0.bias"][s0:s1]
+            first = np.concatenate([w, b[..., None]], axis=2).reshape(-1, sizes[0] + 1)
+            later = [(_tensor(draws[f"layers.{i}.weight"][s0:s1]),
+                      _tensor(draws[f"layers.{i}.bias"][s0:s1, :, None]))
+                     for i in range(1, spec.n_layers)]
+            self.groups.append((s0, s1, _tensor(first), later))
+        widest_group = max(s1 - s0 for s0, s1, _, _ in self.groups)
         self.hidden_width = widest_group * max(spec.hidden, default=0)
 
-    def workspace(self, rows: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Buffers reused across chunks: two flat ones for a group's hidden
-        activations, and (rows, D + 1) for the inputs with a column of ones."""
+    def workspace(self, rows: int) -> tuple[torch.Tensor, ...]:
+        """Flat buffers reused across chunks: two for a group's hidden activations,
+        one for the transposed inputs with a row of ones, (D + 1, n), and one for
+        the draw-major logits, (S·n_outputs, n); a chunk of n ≤ ``rows`` rows
+        views their first elements as contiguous matrices."""
         if self.anchor is not None:
-            return torch.empty(1), torch.empty(1), torch.empty(1)
+            return torch.empty(1), torch.empty(1), torch.empty(1), torch.empty(1)
         size = max(1, rows * self.hidden_width)
-        return torch.empty(size), torch.empty(size), torch.ones(rows, self.spec.in_features + 1)
+        return (torch.empty(size), torch.empty(size),
+                torch.empty((self.spec.in_features + 1) * rows),
+                torch.empty(self.num_draws * self.spec.n_outputs * rows))
 
     def logits(self, X: torch.Tensor, out: torch.Tensor,
                workspace: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -254,31 +239,31 @@ class _Forward:
             lin = tnet.linearized_logits(self.spec, self.anchor, self.params, X)
             out.view(n, self.num_draws, -1).copy_(lin.transpose(0, 1))
             return out
-        sizes = self.spec.layer_sizes
-        n_out = sizes[-1]
+        n_out = self.spec.n_outputs
         act = self.activation
-        X_ones = workspace[2][:n]
-        X_ones[:, :-1].copy_(X)
-        for s0, s1, weight, later in self.groups:
+        XT = workspace[2][:(self.spec.in_features + 1) * n].view(-1, n)
+        XT[:-1].copy_(X.T)
+        XT[-1].fill_(1.0)
+        logits = workspace[3][:self.num_draws * n_out * n].view(-1, n)  # (S·n_out, n)
+        for s0, s1, first, later in self.groups:
+            g = s1 - s0
+            rows = logits[s0 * n_out:s1 * n_out]
             if not later:                      # no hidden layer: logistic/softmax regression
-                torch.mm(X_ones, weight, out=out[:, s0 * n_out:s1 * n_out])
+                torch.mm(first, XT, out=rows)
                 continue
-            width = weight.shape[1]
-            h = torch.mm(X_ones, weight, out=workspace[0][:n * width].view(n, width))
+            h = torch.mm(first, XT, out=workspace[0][:first.shape[0] * n].view(-1, n))
             act(h)
-            for i, blocks in enumerate(later, start=1):
-                fan_in, fan_out = sizes[i], sizes[i + 1]
+            for i, (weight, bias) in enumerate(later, start=1):
+                fan_in, fan_out = weight.shape[2], weight.shape[1]
                 if i == len(later):
-                    target = out[:, s0 * n_out:s1 * n_out]
+                    target = rows.view(g, n_out, n)
                 else:
-                    width = (s1 - s0) * fan_out
-                    target = workspace[i % 2][:n * width].view(n, width)
-                for c0, c1, block, block_bias in blocks:
-                    torch.addmm(block_bias, h[:, c0 * fan_in:c1 * fan_in], block,
-                                out=target[:, c0 * fan_out:c1 * fan_out])
+                    target = workspace[i % 2][:g * fan_out * n].view(g, fan_out, n)
+                torch.baddbmm(bias, weight, h.view(g, fan_in, n), out=target)
                 if i < len(later):
                     act(target)
                 h = target
+        out.copy_(logits.T)
         return out
 
 
@@ -642,14 +627,22 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
                                                                   minimum=1, maximum=1024)
     n_workers = min(workers, len(starts))
     bar = progress(total=len(starts), desc="summarize", unit="chunk", enabled=progress_bar)
-    bar_lock = threading.Lock()
+    lock = threading.Lock()
+    pending = iter(starts)
 
     def work(worker: int) -> None:
         summarizer = _Summarizer(forward, X, chunk, ranks, plan, mean, lower, upper,
                                  expected_entropy)
-        for start in starts[worker::n_workers]:
+        # Each worker takes the next chunk when it is free, so a worker slowed by
+        # another process does not leave the others idle at the end. A chunk's
+        # result does not depend on which worker computes it.
+        while True:
+            with lock:
+                start = next(pending, None)
+            if start is None:
+                return
             summarizer(start, min(start + chunk, N))
-            with bar_lock:
+            with lock:
                 bar.update(1)
 
     try:
