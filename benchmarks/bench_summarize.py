@@ -13,7 +13,8 @@ one process, side by side:
    probabilities chunk by chunk with numpy matrix products and call
    ``np.mean`` and ``np.quantile`` -- on a subset of the points (it is too
    slow to run on all of them), timed and scaled linearly to N. Its results
-   on the subset are also compared with uqzoo's.
+   on the subset are compared with uqzoo's and asserted equal within float32
+   rounding: the two arms do the same work (same draws, points and levels).
 
 Run ``python benchmarks/bench_summarize.py`` for the full figure (a few
 minutes) or ``--quick`` for a small smoke run. The machine may be shared:
@@ -198,6 +199,14 @@ def main(argv=None) -> dict:
     ours = np.concatenate([summary.lower[::-1, :n_numpy, 1], summary.upper[:, :n_numpy, 1]])
     max_diff = max(np.abs(np_mean - summary.mean[:n_numpy, 1]).max(),
                    np.abs(np_q - ours).max())
+    # Equal work: both arms push the same float32 draws through the same network
+    # at the same points and read the same levels, so their answers differ only
+    # by the order of float32 sums: a first-layer pre-activation of 201 terms
+    # rounds within 201·2⁻²⁴·Σ|xᵢwᵢ| ≈ 1.2e-5·Σ|xᵢwᵢ| (Σ|xᵢwᵢ| is tens here),
+    # later layers contract (|tanh'| ≤ 1 on unit-sized weights) and the sigmoid's
+    # slope is at most 1/4. A larger difference means the arms did not compute the same thing.
+    assert ours.shape == np_q.shape and np_mean.shape == (n_numpy,)
+    assert max_diff < 1e-3, f"the two arms disagree by {max_diff:.3g}: not the same work"
     results["numpy"] = {"subset_points": n_numpy, "wall_s_subset": np_wall,
                         "wall_s_scaled_to_N": np_scaled,
                         "speedup_uqzoo": np_scaled / wall, "max_abs_diff_vs_uqzoo": max_diff}
