@@ -56,7 +56,8 @@ __all__ = [
 
 # Work-buffer budget per chunk, in float32 elements: a worker's largest
 # buffer holds S × chunk × K (or, linearised, S × chunk × widest layer)
-# elements. 2**22 elements = 16 MiB; a worker holds about four such buffers,
+# elements. 2**22 elements = 16 MiB; a worker holds about five such buffers (the logits twice,
+# draw-major and point-major, probabilities, entropies, sort),
 # so a chunk costs tens of MiB whatever N is, far below the 2 GiB the engine
 # promises.
 _CHUNK_ELEMENTS = 2**22
