@@ -136,7 +136,7 @@ def test_vector_scaling_rows_and_the_verdict_says_what_recalibration_did(stand_i
         sentence = next(s for s in judged.sentences if s.startswith("Vector scaling (w = ")
                         and f" the ECE of {name}: " in s)
         verb = "lowers" if lowers[name] else "does not lower"
-        assert f"{verb} the ECE of {name}: {before['ece']:.4f} → {after['ece']:.4f}" in sentence
+        assert f"{verb} the ECE of {name}: {before['ece']:.3g} → {after['ece']:.3g}" in sentence
         # coverage of the true probability at each level, and whether it moved to nominal
         for level in LEVELS:
             a, b = before[f"coverage@{level:g}"], after[f"coverage@{level:g}"]
@@ -164,7 +164,7 @@ def test_without_true_probabilities_the_verdict_gives_widths_instead_of_coverage
     judged = uz.report.verdict(table)
     assert dict(judged.recalibration_lowers_ece) == {"mfvi": True}
     assert judged.sentences[-1] == (
-        "Temperature scaling lowers the ECE of mfvi: 0.0800 → 0.0300 (mfvi+temperature); "
+        "Temperature scaling lowers the ECE of mfvi: 0.08 → 0.03 (mfvi+temperature); "
         "coverage is not known (no true probabilities), interval width at 0.8 0.100 → "
         "0.250.")
 

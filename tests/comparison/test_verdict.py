@@ -83,8 +83,53 @@ def test_without_truth_ranks_by_nll_and_brier_and_says_coverage_is_unchecked():
     v = verdict(comparison(reports))
     assert [r.metric for r in v.rankings] == ["nll", "brier"]
     assert v.recommended == "right"
-    assert v.sentences[0].startswith("Trust right: NLL of the test labels")
+    # the first sentence says what labels can judge: the mean prediction only
+    assert v.sentences[0].startswith("The test labels judge the mean prediction only")
+    assert "Trust the mean prediction of right: NLL of the test labels" in v.sentences[0]
     assert "coverage cannot be checked" in v.sentences[0]
+
+
+def labelled_reports(seed=1, **spreads):
+    """Reports on data without truth, one per name, draws N(z + shift, spread²) with S
+    draws: ``name=(shift_sd, spread, S)``."""
+    rng, z, _, y = truth_and_labels(seed)
+    out = {}
+    for name, (shift, spread, draws) in spreads.items():
+        centre = z + shift * rng.normal(size=N)
+        q = 1 / (1 + np.exp(-(centre + spread * rng.normal(size=(draws, N)))))
+        out[name] = uz.evaluate(np.stack([1 - q, q], -1), y, levels=(0.8, 0.95))
+    return out
+
+
+def test_a_point_estimate_is_never_recommended_for_uncertainty():
+    # "map" has the best mean prediction (the truth's logit itself) but one draw;
+    # "noisy" is worse by far: the point estimate is passed over, named and why
+    reports = labelled_reports(map=(0.0, 0.0, 1), noisy=(0.4, 0.4, 100))
+    v = verdict(comparison(reports))
+    assert v.rankings[0].best == "map"
+    assert v.recommended == "noisy"
+    assert "map (a point estimate (one draw" in v.answer
+    assert "not recommended for uncertainty" in v.answer
+
+
+def test_too_few_draws_for_the_levels_is_never_recommended():
+    # 20 draws: too few for the 95 % level (39 needed), however good the mean
+    reports = labelled_reports(few=(0.0, 0.05, 20), one=(0.0, 0.0, 1))
+    v = verdict(comparison(reports))
+    assert v.recommended is None
+    assert v.answer.startswith("The test labels judge the mean prediction only")
+    assert "No method is trustworthy here" in v.answer
+    assert "20 draws, fewer than the 39 that level 0.95 needs" in v.answer
+
+
+def test_a_tie_is_reported_as_a_tie_not_a_winner():
+    reports = labelled_reports(a=(0.0, 0.2, 100))
+    reports["b"] = reports["a"]
+    reports["c"] = reports["a"]
+    v = verdict(comparison(reports))
+    assert v.recommended is None
+    assert "a, b and c are tied by NLL of the test labels" in v.answer
+    assert "none of them is named to trust" in v.answer
 
 
 def test_no_method_is_trustworthy_when_every_one_misses_far_too_often():

@@ -401,7 +401,7 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
                   if n not in failed and _finite(rows[n]["ece"])]
         ranked = [n for _, n in sorted(scored)]
         if ranked:
-            head = ", then ".join(f"{n} ({float(rows[n]['ece']):.4f})" for n in ranked[:3])
+            head = ", then ".join(f"{n} ({float(rows[n]['ece']):.3g})" for n in ranked[:3])
             left_out = " (failed fits left out)" if failed else ""
             sentences.append(f"Best calibrated by ECE (top-label, equal-width bins; lower is "
                              f"better){left_out}: {head}.")
@@ -420,7 +420,8 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
     else:
         rankings = _table_rankings(table, names, failed, levels, coverage_known)
     recommended, first = _recommend(rows, names, failed, not_converged, under, claimed,
-                                    coverage_known, level_columns, rankings, counts)
+                                    coverage_known, level_columns, rankings, counts,
+                                    levels, result)
     if first:
         sentences.insert(0, first)
     sentences[1:1] = [_ranking_sentence(r) for r in rankings]
@@ -465,14 +466,14 @@ def _table_rankings(table: pd.DataFrame, names: Sequence[str], failed: Mapping[s
 def _difference_text(ranking: Ranking, name: str) -> str:
     estimate, low, high = ranking.difference[name]
     if not (math.isfinite(low) and math.isfinite(high)):
-        return f"{name} +{estimate:.4g}"
+        return f"{name} +{estimate:.3g}"
     tie = ", tied" if name in ranking.tied else ""
-    return f"{name} +{estimate:.4g} [{low:+.4g}, {high:+.4g}]{tie}"
+    return f"{name} +{estimate:.3g} [{low:+.3g}, {high:+.3g}]{tie}"
 
 
 def _ranking_sentence(ranking: Ranking) -> str:
     best = ranking.best
-    head = f"{best} {ranking.values[best]:.4g}"
+    head = f"{best} {ranking.values[best]:.3g}"
     rest = [_difference_text(ranking, n) for n in ranking.methods[1:]]
     if ranking.replicates:
         how = (f"lower is better; each difference to the best with its "
@@ -483,12 +484,68 @@ def _ranking_sentence(ranking: Ranking) -> str:
     return f"Ranked by {ranking.label} ({how}): {'; '.join([head, *rest])}."
 
 
+def _draw_shortfall(rows: Mapping[str, Any], name: str, levels: Sequence[float]) -> str | None:
+    """Why a method's draws cannot carry intervals at the asked levels, or None.
+
+    One draw is a point estimate (intervals of width 0); fewer than
+    :func:`uqzoo.metrics.min_draws` of the highest level leave that level's
+    percentile interval without interior order statistics, so it covers far
+    less than it claims. A table without a ``num_draws`` column is not judged.
+    """
+    from uqzoo.metrics import min_draws
+
+    value = rows[name].get("num_draws") if hasattr(rows[name], "get") else None
+    if not _finite(value):
+        return None
+    draws = int(float(value))                          # type: ignore[arg-type]
+    if draws <= 1:
+        return "a point estimate (one draw: intervals of width 0)"
+    if levels:
+        top = max(levels)
+        need = min_draws(top)
+        if draws < need:
+            return f"{draws} draws, fewer than the {need} that level {top:g} needs"
+    return None
+
+
+def _tied_with(chosen: str, candidates: Sequence[str], primary: Ranking,
+               result: Comparison | None) -> tuple[str, ...]:
+    """The candidates the evidence does not separate from ``chosen`` (itself excluded).
+
+    When ``chosen`` is the ranking's best its paired intervals say it; otherwise
+    the candidates are ranked again among themselves, on the same replicates.
+    """
+    others = [n for n in candidates if n != chosen]
+    if not others or not primary.replicates:
+        return ()
+    if chosen == primary.best:
+        return tuple(n for n in primary.tied if n in others)
+    if result is None:
+        return ()
+    fidelity = ({n: result.fidelity[n] for n in candidates if n in result.fidelity}
+                if primary.metric == "wasserstein1" else None)
+    again = rank_methods({n: result.reports[n] for n in candidates}, [primary.metric],
+                         replicates=primary.replicates, seed=primary.seed or 0,
+                         confidence=primary.confidence, fidelity=fidelity)[0]
+    return tuple(n for n in again.tied if n != again.best)
+
+
 def _recommend(rows: Mapping[str, Any], names: Sequence[str], failed: Mapping[str, str],
                not_converged: Sequence[str], under: Mapping[str, list[float]],
                claimed: Sequence[str], coverage_known: bool,
                level_columns: Mapping[float, str], rankings: Sequence[Ranking],
-               counts: Mapping[str, int] | None) -> tuple[str | None, str]:
-    """(the method to trust or None, the verdict's first sentence)."""
+               counts: Mapping[str, int] | None, levels: Sequence[float] = (),
+               result: Comparison | None = None) -> tuple[str | None, str]:
+    """(the method to trust or None, the verdict's first sentence).
+
+    A method is named only when the evidence separates it: the best-scoring
+    candidate by the first ranking whose paired bootstrap interval to every
+    other candidate excludes 0. A candidate did not fail, converged, has the
+    draws its levels need and, where coverage is known, does not miss the
+    truth far too often. Without true probabilities and without a gated
+    reference posterior the labels judge the mean prediction only, and the
+    sentence says so first.
+    """
     def coverage_text(name: str) -> str:
         return ", ".join(f"{float(rows[name][c]):.3f} at {lv:g}"
                          for lv, c in sorted(level_columns.items()) if _finite(rows[name][c]))
@@ -501,10 +558,14 @@ def _recommend(rows: Mapping[str, Any], names: Sequence[str], failed: Mapping[st
         return None, ""
     primary = rankings[0]
     judged = coverage_known and counts is not None
+    labels_only = primary.metric in ("nll", "brier")
 
     def why_not(name: str) -> str | None:
         if name in not_converged:
             return "did not converge"
+        short = _draw_shortfall(rows, name, levels)
+        if short is not None:
+            return short
         if not judged:
             return None
         misses = [(lv, float(rows[name][c])) for lv, c in sorted(level_columns.items())
@@ -515,30 +576,45 @@ def _recommend(rows: Mapping[str, Any], names: Sequence[str], failed: Mapping[st
                     f"as claimed (coverage {_names([f'{c:.3f} at {lv:g}' for lv, c in misses])})")
         return None
 
-    trusted = [n for n in primary.methods if why_not(n) is None]
-    if not trusted:
+    head = ""
+    if labels_only:
+        head = ("The test labels judge the mean prediction only, not the uncertainty: "
+                "there are no true probabilities and no reference posterior that passed its "
+                "gate. ")
+    candidates = [n for n in primary.methods if why_not(n) is None]
+    if not candidates:
         best = primary.best
-        return None, (f"No method is trustworthy here: the best-scoring fit by "
-                      f"{primary.label}, {best} ({primary.values[best]:.4g}), "
-                      f"{why_not(best)}, and so does every other fit that did not fail "
+        return None, (f"{head}No method is trustworthy here: the best-scoring fit by "
+                      f"{primary.label}, {best} ({primary.values[best]:.3g}), is ruled out: "
+                      f"{why_not(best)}; so is every other fit that did not fail "
                       f"({_names([f'{n}: {why_not(n)}' for n in primary.methods[1:]]) or 'none'})."
                       )
-    chosen = trusted[0]
-    parts = [f"{primary.label} {primary.values[chosen]:.4g}"]
+    chosen = candidates[0]
+    better = primary.methods[:primary.methods.index(chosen)]
+    passed_over = (f"; {_names([f'{n} ({why_not(n)})' for n in better])} "
+                   f"{'scores' if len(better) == 1 else 'score'} better but "
+                   f"{'is' if len(better) == 1 else 'are'} not recommended for uncertainty"
+                   if better else "")
+    tied = _tied_with(chosen, candidates, primary, result)
+    if tied:
+        group = [chosen, *tied]
+        values = _names([f"{n} {primary.values[n]:.3g}" for n in group])
+        what = "mean predictions" if labels_only else "fits"
+        return None, (f"{head}{_names(group)} are tied by {primary.label} ({values}; the "
+                      f"{primary.confidence:.0%} paired bootstrap interval of every difference "
+                      f"holds 0): the evidence does not separate their {what}, so none of them "
+                      f"is named to trust{passed_over}.")
+    parts = [f"{primary.label} {primary.values[chosen]:.3g}"]
     if chosen == primary.best:
         parts.append("the best")
+    if primary.replicates and chosen == primary.best and len(primary.methods) > 1:
+        parts.append(f"ahead of the next, {_difference_text(primary, primary.methods[1])}")
+    elif primary.replicates and len(candidates) > 1:
+        parts.append(f"separated from the other candidates ({_names(candidates[1:])})")
+    if labels_only:
+        text = f"{head}Trust the mean prediction of {chosen}: {', '.join(parts)}{passed_over}"
     else:
-        better = primary.methods[:primary.methods.index(chosen)]
-        parts.append(f"after {_names([f'{n} ({why_not(n)})' for n in better])}")
-    tied = [n for n in primary.tied if n != chosen and n != primary.best]
-    if primary.replicates and chosen == primary.best:
-        if tied:
-            parts.append(f"tied within bootstrap error with "
-                         f"{_names([_difference_text(primary, n) for n in tied])}")
-        elif len(primary.methods) > 1:
-            runner = primary.methods[1]
-            parts.append(f"ahead of the next, {_difference_text(primary, runner)}")
-    text = f"Trust {chosen}: {', '.join(parts)}"
+        text = f"Trust {chosen}: {', '.join(parts)}{passed_over}"
     if judged and level_columns:
         text += (f"; its intervals cover the true probability as claimed ({coverage_text(chosen)})"
                  if chosen in claimed else
@@ -553,7 +629,7 @@ def _recommend(rows: Mapping[str, Any], names: Sequence[str], failed: Mapping[st
                  "passed its gate")
     elif not coverage_known:
         text += ("; coverage cannot be checked without known true probabilities, so this "
-                 "rests on the test labels alone")
+                 "rests on the test labels alone and says nothing of its intervals")
     return chosen, text + "."
 
 
@@ -562,8 +638,14 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
     settings = result.settings
     reference = settings.reference if settings is not None else None
     if reference is None:
+        if settings is not None and settings.reference_skipped:
+            return [f"No reference posterior was sampled ({settings.reference_skipped}), so "
+                    f"nothing here judges the uncertainty itself; {_reference_command(settings)}."]
         return []
-    if reference.row is not None:
+    if reference.source == "auto":
+        where = (f"a reference posterior sampled for this comparison (reference='auto': "
+                 f"uz.reference_posterior, seed {reference.seed}, independent of the hmc row)")
+    elif reference.row is not None:
         where = ("the comparison's own HMC fit (not independent of the hmc row, whose "
                  "closeness is perfect by construction)")
     elif reference.source == "posterior":         # a Posterior passed in, not a file
@@ -575,9 +657,9 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
         return [f"Closeness to the exact posterior was measured against {where}, which did "
                 f"NOT pass the reference gate ({'; '.join(reference.gate.messages)}): it is no "
                 "reference, its fidelity columns measure closeness to an unconverged run, and "
-                "nothing is ranked by them."]
+                f"nothing is ranked by them; {_reference_command(settings)}."]
     text = (f"Closeness to the exact posterior is measured against {where}, which passed the "
-            f"reference gate (R-hat ≤ {reference.gate.rhat_max:.4f}, bulk ESS ≥ "
+            f"reference gate (R-hat ≤ {reference.gate.rhat_max:.3f}, bulk ESS ≥ "
             f"{reference.gate.ess_bulk_min:.0f}, tail ESS ≥ {reference.gate.ess_tail_min:.0f})")
     if by_fidelity:
         return [text + "; the methods are ranked by it (the fidelity_* columns)."]
@@ -586,6 +668,14 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
                 "fidelity_* columns say how close each method comes to the exact posterior."]
     left = "besides the reference itself " if reference.row is not None else ""
     return [text + f"; no fit {left}is left to rank by it."]
+
+
+def _reference_command(settings: Settings) -> str:
+    """The one command that samples a reference posterior of the compared data."""
+    name = settings.data_name or "DATA"
+    return (f"`uqzoo reference --dataset {name} --out ref.nc` samples one (longer runs: "
+            f"--set num_warmup=... --set num_samples=...), and `uqzoo compare ... --reference "
+            f"ref.nc` scores every method by its closeness to it")
 
 
 def _recalibration_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
@@ -641,7 +731,7 @@ def _recalibration_sentences(table: pd.DataFrame, maps: Mapping[str, Mapping[str
         fitted = maps.get(name)
         how = _map_text(name, fitted)
         verb = "lowers" if lowers[original] else "does not lower"
-        text = (f"{how} {verb} the ECE of {original}: {ece_before:.4f} → {ece_after:.4f} "
+        text = (f"{how} {verb} the ECE of {original}: {ece_before:.3g} → {ece_after:.3g} "
                 f"({name})")
         moves = []
         for level, column in coverage:
