@@ -389,7 +389,7 @@ def test_compare_on_a_scene_from_files(tmp_path, capsys):
             "--class-names", "background,plane", "--target-class", "plane",
             "--split", "blocks", "--guard", "2", "--methods", "ensemble", "--no-progress",
             "--set", "ensemble.num_members=2", "--set", "ensemble.num_epochs=30",
-            "--out", str(out)]
+            "--reference", "none", "--out", str(out)]
     assert main(argv) == 0
     captured = capsys.readouterr()
     printed = captured.out

@@ -253,9 +253,11 @@ def _cmd_compare(args) -> int:
     config = config.resolved()
     config_text = config.to_toml()        # before the fits: a value TOML cannot hold fails now
     names = list(config.methods)
-    print(f"uqzoo compare: {data!r}")
-    print(f"methods: {', '.join(names)}  (seed {config.seed}; "
-          f"{'default' if config.settings == 'full' else 'quick'} settings)")
+    print(textwrap.fill(f"uqzoo compare: {data!r}", width=TABLE_WIDTH,
+                        subsequent_indent="    "))
+    print(textwrap.fill(f"methods: {', '.join(names)}  (seed {config.seed}; "
+                        f"{'default' if config.settings == 'full' else 'quick'} settings)",
+                        width=TABLE_WIDTH, subsequent_indent="    "))
     result = config.run(data, progress_bar=not args.no_progress)
     print()
     if args.wide:
@@ -292,13 +294,20 @@ def _cmd_compare(args) -> int:
             f"on {con['n_calibration']} training points held out; every method trained on "
             f"the other {con['n_fit']}; 'own' columns: each method's own sets (its most "
             "probable labels up to the level), uncalibrated.", width=TABLE_WIDTH))
+    # A note every report carries is about the data, not a method: said once.
+    shared = set.intersection(*(set(r.warnings) for r in result.reports.values())
+                              ) if len(result.reports) > 1 else set()
+    for note in [w for w in (next(iter(result.reports.values())).warnings if shared else ())
+                 if w in shared]:
+        print(f"\nnote on the data: {note}")
     for name, report in result.reports.items():
+        own = [w for w in report.warnings if w not in shared]
         for failure in report.failures:
             print(f"\nFAILED {name} ({failure.kind}): {failure.message}")
         if report.converged is False:
-            print(f"\nWARNING: {name} did not converge: {'; '.join(report.warnings)}")
-        elif report.warnings:
-            print(f"\nnote on {name}: {'; '.join(report.warnings)}")
+            print(f"\nWARNING: {name} did not converge: {'; '.join(own)}")
+        elif own:
+            print(f"\nnote on {name}: {'; '.join(own)}")
     if result.shift is not None:
         from uqzoo import shift as under_shift
         print(under_shift.text(result.reports, result.ranking_changes))
@@ -317,7 +326,9 @@ def _closeness_text(result) -> str:
     gate = ("passed its gate" if reference.passed else
             "did NOT pass its gate, so it is no reference: " + "; ".join(reference.gate.messages))
     source = ("the comparison's own hmc fit (not independent of the hmc row)"
-              if reference.row is not None else reference.source)
+              if reference.row is not None else
+              f"sampled for this comparison, seed {reference.seed}" if reference.source == "auto"
+              else reference.source)
     lines = ["", textwrap.fill(f"closeness to the exact posterior (reference: {source}, "
                                f"{reference.num_draws} draws; {gate}); each score with its "
                                "Monte Carlo floor ± sd:", width=TABLE_WIDTH)]
@@ -530,9 +541,12 @@ def _conformal(args) -> dict[str, Any]:
 
 
 def _reference(args) -> str | None:
-    """--reference: "hmc" or an existing file, checked before the data are read."""
+    """--reference: "auto" (the default), "none", "hmc" or an existing file, checked before
+    the data are read."""
     value = args.reference
-    if value is None:
+    if value is None or value == "auto":
+        return "auto"
+    if value == "none":
         return None
     if value == "hmc":
         names = args.methods.split(",") if args.methods else None
@@ -543,7 +557,8 @@ def _reference(args) -> str | None:
         return "hmc"
     path = Path(value).expanduser()
     if not path.is_file():
-        raise UqzooError(f"--reference must be 'hmc' or the path of a reference written by "
+        raise UqzooError(f"--reference must be 'auto', 'none', 'hmc' or the path of a reference "
+                         f"written by "
                          f"`uqzoo reference --out PATH`; {value!r} is no such file")
     return str(path.resolve())
 
@@ -806,9 +821,13 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="nonconformity score of --conformal (default lac)")
     p.add_argument("--conformal-mondrian", action="store_true",
                    help="class-conditional (Mondrian) calibration of --conformal")
-    p.add_argument("--reference", default=None, metavar="hmc|PATH",
-                   help="also score every method's closeness to the exact posterior: a "
-                        "reference written by `uqzoo reference --out PATH` on the same data, "
+    p.add_argument("--reference", default=None, metavar="auto|none|hmc|PATH",
+                   help="score every method's closeness to the exact posterior: 'auto' "
+                        "(default) samples a gated reference posterior on data without true "
+                        "probabilities when hmc is compared or HMC's time estimate of it is "
+                        "at most 120 s (the verdict says when it does not); 'none' turns it "
+                        "off; a reference written by `uqzoo reference --out PATH` on the same "
+                        "data, "
                         "or 'hmc' (the comparison's own HMC fit: not independent of the hmc "
                         "row, and a reference only if it passes the gate, which the quick "
                         "settings' 2 chains never do: add --full or --set hmc.num_chains=4)")

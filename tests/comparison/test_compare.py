@@ -31,7 +31,7 @@ def muufl():
 def test_failed_fit_is_flagged_beside_the_classical_detectors(muufl, monkeypatch):
     monkeypatch.setattr(method_registry, "fit", lambda name, *a, **k: background_everywhere(*a,
                                                                                           **k))
-    result = uz.compare(muufl, ["laplace"], progress_bar=False)
+    result = uz.compare(muufl, ["laplace"], progress_bar=False, reference=None)
     table = result.table
     assert list(table.index) == ["laplace", *DETECTORS]
     assert table.loc["laplace", "kind"] == "posterior"

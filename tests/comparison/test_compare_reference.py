@@ -152,9 +152,9 @@ def test_reference_of_other_data_is_refused_before_any_fit(stand_ins, data, tmp_
 
 
 @pytest.mark.parametrize(("reference", "error", "fragment"), [
-    ("missing.nc", InvalidInputError, r"reference='missing\.nc': no such file; allowed: None, "
-                                      r"'hmc'"),
-    (3, InvalidTypeError, r"reference must be None, 'hmc' .* got 3"),
+    ("missing.nc", InvalidInputError, r"reference='missing\.nc': no such file; allowed: 'auto', "
+                                      r"None, 'hmc'"),
+    (3, InvalidTypeError, r"reference must be 'auto', None, 'hmc' .* got 3"),
     ("hmc", InvalidInputError, r"reference='hmc' uses the comparison's own HMC fit, but "
                                r"methods are \['ensemble'\]"),
 ])
@@ -330,7 +330,7 @@ def test_config_round_trips_the_reference(tmp_path):
     again.write_text(config.to_toml())
     assert read_config(again).reference == config.reference
     assert read_config(_write(tmp_path, 'reference = "hmc"')).reference == "hmc"
-    assert CompareConfig().reference is None
+    assert CompareConfig().reference == "auto"
     with pytest.raises(InvalidInputError, match=r"compare\.reference.*must be \"hmc\""):
         read_config(_write(tmp_path, 'reference = ""'))
 
@@ -361,7 +361,8 @@ def test_cli_out_saves_the_closeness_figures(stand_ins, data, tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
-    (["--reference", "nowhere.nc"], "--reference must be 'hmc' or the path of a reference"),
+    (["--reference", "nowhere.nc"], "--reference must be 'auto', 'none', 'hmc' or the path of a "
+                                           "reference"),
     (["--methods", "ensemble", "--reference", "hmc"], "--reference hmc uses the comparison's "
                                                        "own HMC fit"),
 ])
@@ -395,3 +396,64 @@ def test_a_real_short_hmc_is_its_own_exact_reference_and_fails_the_gate():
     assert not result.settings.reference.passed
     assert result.scores[0].metric == "nll"
     assert "The reference did NOT pass its gate" in render_report(result)
+
+
+# -- reference="auto", the default --------------------------------------------------------
+
+def test_auto_samples_an_independent_reference_when_hmc_is_compared(stand_ins, no_truth):
+    seeds = []
+    real_fit = method_registry.fit
+
+    def fit(name, spec, data, seed=0, progress_bar=False, **config):
+        seeds.append((name, seed, config.get("num_chains")))
+        return real_fit(name, spec, data, seed=seed, progress_bar=progress_bar, **config)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(method_registry, "fit", fit)
+        result = run(no_truth, ["hmc", "ensemble", "laplace"])      # no reference= at all
+    reference = result.settings.reference
+    assert reference.source == "auto" and reference.row is None and reference.passed
+    # its own seed, not the hmc row's: two independent runs
+    assert [s for n, s, _ in seeds if n == "hmc"] == [0, reference.seed]
+    assert reference.seed != 0
+    assert [c for c in result.table.columns if c.startswith("fidelity_")] == FIDELITY_COLUMNS
+    # the hmc row is scored and ranked like any other method
+    assert "hmc" in result.scores[0].methods and result.scores[0].metric == "wasserstein1"
+    assert result.settings.reference_skipped is None
+    text = str(verdict(result))
+    assert "sampled for this comparison (reference='auto'" in text
+
+
+def test_auto_is_skipped_past_its_budget_and_the_verdict_says_how_to_get_one(
+        stand_ins, no_truth, monkeypatch):
+    monkeypatch.setattr(compare_module, "AUTO_REFERENCE_SECONDS", 0.0)
+    result = run(no_truth, ["ensemble", "laplace"])
+    assert result.settings.reference is None and not result.fidelity
+    skipped = result.settings.reference_skipped
+    assert skipped.startswith("HMC's time estimate of a reference run here is ")
+    assert "over the 0 s" in skipped
+    judged = verdict(result)
+    assert judged.answer.startswith("The test labels judge the mean prediction only")
+    said = next(s for s in judged.sentences if s.startswith("No reference posterior was sampled"))
+    assert "uqzoo reference --dataset unknown-truth" in said and "--reference ref.nc" in said
+
+
+def test_auto_samples_nothing_where_the_truth_is_known_and_none_turns_it_off(stand_ins, data,
+                                                                            no_truth):
+    result = run(data, ["hmc", "ensemble"])
+    assert result.settings.reference is None and result.settings.reference_skipped is None
+    assert not result.fidelity
+    off = run(no_truth, ["hmc", "ensemble"], reference=None)
+    assert off.settings.reference is None and off.settings.reference_skipped is None
+    assert not any(s.startswith("No reference posterior") for s in verdict(off).sentences)
+
+
+def test_auto_is_the_default_of_config_files_and_the_command_line(tmp_path):
+    assert CompareConfig().reference == "auto"
+    path = tmp_path / "c.toml"
+    path.write_text('[compare]\nreference = "none"\n')
+    config = read_config(path)
+    assert config.reference is None and 'reference = "none"' in config.to_toml()
+    path.write_text('[compare]\nreference = "auto"\n')
+    assert read_config(path).reference == "auto"
+    assert "reference" not in CompareConfig().to_toml()

@@ -16,12 +16,13 @@ probabilities, a user's own scene included.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from uqzoo._limits import check_draws
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
 from uqzoo.errors import (
     ConvergenceWarning,
+    DataWarning,
     InvalidInputError,
     InvalidTypeError,
     SlowFitWarning,
@@ -75,6 +77,14 @@ QUICK_CONFIGS: dict[str, dict[str, Any]] = {
 # HMC's quick-setting total and more than any default level needs
 # (uqzoo.metrics.min_draws: 39 at 95 %).
 DEFAULT_NUM_DRAWS = 1000
+
+# reference="auto" samples a reference posterior (uz.reference_posterior at its
+# REFERENCE_OPTIONS) on data without true probabilities when HMC is among the
+# methods (its cost is accepted already) or when HMC's time estimate of the
+# reference run is at most this many seconds: the same bound past which compare
+# warns that an HMC fit will be long (uqzoo.methods.hmc.LONG_FIT_SECONDS), so a
+# default reference is never itself a long fit.
+AUTO_REFERENCE_SECONDS = 120.0
 
 
 def _draw_options(name: str, num_draws: int, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,6 +144,10 @@ class ReferenceSettings:
         Test points scored.
     data_fingerprint : str
         The training data the reference (and every method) was fitted on.
+    seed : int or None
+        The seed a reference sampled for this comparison (``reference="auto"``)
+        was drawn with: derived from the comparison's seed, other than the
+        seed of the hmc row, so that the two are independent runs.
     """
 
     source: str
@@ -143,6 +157,7 @@ class ReferenceSettings:
     num_draws: int
     n_points: int
     data_fingerprint: str
+    seed: int | None = None
 
     @property
     def passed(self) -> bool:
@@ -184,6 +199,10 @@ class Settings:
     test_fingerprint : str or None
         :func:`fingerprint_test_set` of the compared data, so that a report is
         never drawn from other data that share its name and size.
+    reference_skipped : str or None
+        With ``reference="auto"`` on data without true probabilities, why no
+        reference posterior was sampled (too long by HMC's time estimate, or
+        HMC's time not estimable); None otherwise.
     """
 
     levels: tuple[float, ...]
@@ -197,6 +216,7 @@ class Settings:
     data: tuple[tuple[str, str], ...]
     reference: ReferenceSettings | None = None
     test_fingerprint: str | None = None
+    reference_skipped: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -355,7 +375,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             interval: str = "equal_tailed", perturbations: object = None,
             copies: int = 10, class_weight: object = None,
             target_prior: object = None, recalibrate: str | None = None,
-            reference: object = None, conformal: float | None = None,
+            reference: object = "auto", conformal: float | None = None,
             conformal_score: str = "lac", conformal_mondrian: bool = False) -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
@@ -430,8 +450,19 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         differ from a comparison without ``recalibrate``, which trains on all
         points; :attr:`Comparison.recalibration` records the split. A target
         prior is applied after the recalibration.
-    reference : None, "hmc", path or Posterior
-        Also score every method's closeness to a reference posterior on the
+    reference : "auto", None, "hmc", path or Posterior
+        ``"auto"`` (default): on data without true probabilities, sample a
+        reference posterior for this comparison (:func:`uqzoo.reference_posterior`
+        with its long defaults, a seed derived from ``seed`` and other than the
+        hmc row's, so the hmc row is scored against an independent run) when
+        ``"hmc"`` is among ``methods`` or HMC's time estimate of that run
+        (:func:`uqzoo.methods.hmc.time_estimate`) is at most
+        :data:`AUTO_REFERENCE_SECONDS` (120 s); otherwise none, and
+        :attr:`Settings.reference_skipped` and the verdict say why and how to
+        sample one (``uqzoo reference``). With true probabilities the
+        coverage of the truth judges and no reference is sampled. None: no
+        reference. Otherwise:
+        also score every method's closeness to a reference posterior on the
         test points (:func:`uqzoo.fidelity`: agreement, total variation,
         1-Wasserstein distance, interval overlap and width ratio, each with
         its Monte Carlo yardstick), as ``fidelity_*`` columns of the table and
@@ -540,6 +571,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     # after the fits.
     given_reference, reference_source = _reference_request(reference, names, fit_data, spec,
                                                            recalibration is not None)
+    reference_seed, reference_skipped = None, None
+    if reference_source == "auto":
+        reference_seed, reference_skipped = _auto_reference(names, spec, fit_data, data, seed)
 
     rows, reports, posteriors = [], {}, {}
     options_of = {name: {**_draw_options(name, num_draws, configs.get(name, {})),
@@ -556,10 +590,11 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if class_weight is not None and not isinstance(class_weight, dict):
         check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
     _say_long_fits(options_of, spec, fit_data)
+    said: set[str] = set()
     for name in names:
         options = options_of[name]
         start = time.perf_counter()
-        with warnings.catch_warnings():
+        with _data_warnings_once(said), warnings.catch_warnings():
             # A non-converged fit is reported in the table, not raised.
             warnings.simplefilter("ignore", ConvergenceWarning)
             post = method_registry.fit(name, spec, fit_data, seed=seed,
@@ -581,8 +616,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             if conformal_record is not None:    # on the probabilities evaluated
                 rule = _conformal_rule(version, conformal_record, calibration, seed)
                 conformal_record["rules"][row_name] = rule
-            report = evaluate(version, data, levels=levels, delta=delta, far=fars,
-                              interval=interval, perturbations=shifted, conformal=rule)
+            with _data_warnings_once(said):
+                report = evaluate(version, data, levels=levels, delta=delta, far=fars,
+                                  interval=interval, perturbations=shifted, conformal=rule)
             posteriors[row_name], reports[row_name] = version, report
             # the row's name, not the report's method (a recalibrated row shares it)
             rows.append({**report.to_dict(), "method": row_name, "kind": kind,
@@ -593,9 +629,11 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         rows += detector_rows
     fidelity: dict[str, Any] = {}
     reference_settings = None
+    if reference_seed is not None:
+        given_reference = _sample_reference(spec, fit_data, reference_seed, progress_bar)
     if given_reference is not None:
         fidelity, reference_settings = _closeness(given_reference, reference_source, posteriors,
-                                                  data, fit_data, target_prior)
+                                                  data, fit_data, target_prior, reference_seed)
         for row in rows:
             if row["method"] in fidelity:
                 row.update(_fidelity_columns(fidelity[row["method"]]))
@@ -615,7 +653,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                         num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
                         data=describe_data(data, recalibration, conformal_record),
-                        reference=reference_settings, test_fingerprint=fingerprint_test_set(data))
+                        reference=reference_settings, test_fingerprint=fingerprint_test_set(data),
+                        reference_skipped=reference_skipped)
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
@@ -632,6 +671,26 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       conformal=conformal_record)
 
 
+@contextlib.contextmanager
+def _data_warnings_once(said: set[str]) -> Iterator[None]:
+    """Within: a DataWarning whose message was already said in this comparison is dropped.
+
+    Every fit and every evaluation checks the same data, and the filters that
+    ``catch_warnings`` changes between methods reset Python's own once-per-place
+    memory, so without this the same sentence about the data is shown once per
+    method. Other warnings pass through unchanged.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, DataWarning):
+            if str(w.message) in said:
+                continue
+            said.add(str(w.message))
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
 def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int,
             fidelity: Mapping[str, Any], reference: ReferenceSettings | None,
             has_truth: bool) -> tuple[Any, ...]:
@@ -646,7 +705,7 @@ def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int,
                                                  left_out=failed))
 
 
-_REFERENCE_ALLOWED = ("None, 'hmc' (the comparison's own HMC fit), the path of a reference "
+_REFERENCE_ALLOWED = ("'auto', None, 'hmc' (the comparison's own HMC fit), the path of a reference "
                       "saved by `uqzoo reference` / uz.reference_posterior, or such a "
                       "Posterior")
 
@@ -664,6 +723,8 @@ def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
 
     if reference is None:
         return None, None
+    if isinstance(reference, str) and reference == "auto":
+        return None, "auto"
     if isinstance(reference, str) and reference == "hmc":
         if "hmc" not in names:
             raise InvalidInputError(
@@ -715,7 +776,7 @@ def _own_reference(post: Any, fit_data: Any) -> Any:
 
 
 def _closeness(reference: Any, source: str | None, posteriors: Mapping[str, Any], data: Any,
-               fit_data: Any, target_prior: object
+               fit_data: Any, target_prior: object, seed: int | None = None
                ) -> tuple[dict[str, Any], ReferenceSettings]:
     """Every posterior row's fidelity to the reference on the test points, and the
     reference's settings (its gate judged here, and recorded whatever it says)."""
@@ -731,8 +792,41 @@ def _closeness(reference: Any, source: str | None, posteriors: Mapping[str, Any]
     settings = ReferenceSettings(
         source=str(source), row="hmc" if source == "hmc" else None, gate=gate,
         level=DEFAULT_LEVEL, num_draws=int(reference.num_draws), n_points=int(data.n_test),
-        data_fingerprint=data_fingerprint(fit_data))
+        data_fingerprint=data_fingerprint(fit_data), seed=seed)
     return scored, settings
+
+
+def _auto_reference(names: Sequence[str], spec: MLPSpec, fit_data: Any, data: Any,
+                    seed: int) -> tuple[int | None, str | None]:
+    """reference="auto", decided before any fit: (the reference's seed, None) to sample
+    one, (None, why not) to skip it, (None, None) where the truth is known."""
+    from uqzoo.methods import hmc
+    from uqzoo.reference import REFERENCE_OPTIONS
+
+    if data.p_true_test is not None:        # the coverage of the truth judges
+        return None, None
+    # Its own stream, other than every fit's (each fit is seeded with ``seed``).
+    reference_seed = int(np.random.SeedSequence([seed, 0x5EF]).generate_state(1)[0])
+    if "hmc" in names:
+        return reference_seed, None
+    estimate = hmc.time_estimate(spec, fit_data, hmc.Config(**REFERENCE_OPTIONS))
+    if estimate is None:
+        return None, "HMC's sampling time could not be estimated for this network"
+    if estimate.seconds <= AUTO_REFERENCE_SECONDS:
+        return reference_seed, None
+    return None, (f"HMC's time estimate of a reference run here is "
+                  f"{estimate.seconds:.3g} s, over the {AUTO_REFERENCE_SECONDS:g} s that "
+                  f"reference='auto' spends without hmc among the methods")
+
+
+def _sample_reference(spec: MLPSpec, fit_data: Any, seed: int, progress_bar: bool) -> Any:
+    """The reference="auto" posterior: uz.reference_posterior at its defaults."""
+    from uqzoo.reference import reference_posterior
+
+    with warnings.catch_warnings():
+        # A missed gate is reported (Settings.reference, the verdict), not raised.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return reference_posterior(spec, fit_data, seed=seed, progress_bar=progress_bar)
 
 
 def _fidelity_columns(fid: Any) -> dict[str, float]:

@@ -18,7 +18,7 @@ with their options, and the settings of the evaluation::
     conformal = 0.9                     # also split-conformal label sets at this level; optional
     conformal_score = "lac"             # or "aps"
     conformal_mondrian = false          # class-conditional calibration
-    reference = "ref.nc"                # closeness to a saved reference, or "hmc"; optional
+    reference = "auto"                  # "auto" (default), "none", "hmc" or a saved reference
 
     [data]
     dataset = "sim-teacher"             # a name (uz.datasets.names()) or a file
@@ -199,9 +199,11 @@ class CompareConfig:
     conformal_score : {"lac", "aps"}
     conformal_mondrian : bool
     reference : str or None
-        ``"hmc"`` (the comparison's own HMC fit) or the path of a reference
-        posterior saved by ``uqzoo reference``: every method is also scored by
-        its closeness to it (``uz.compare(reference=...)``); None: not. A
+        ``"auto"`` (default: a reference posterior sampled where affordable on
+        data without true probabilities, see ``uz.compare``), ``"hmc"`` (the
+        comparison's own HMC fit) or the path of a reference posterior saved by
+        ``uqzoo reference``: every method is also scored by its closeness to it
+        (``uz.compare(reference=...)``); None (``"none"`` in a file): not. A
         relative path in a file is relative to the file's folder.
     source : str
         Where the config came from (a file, or the command line); not compared.
@@ -222,7 +224,7 @@ class CompareConfig:
     copies: int = DEFAULT_COPIES
     target_prior: str | tuple[float, ...] | None = None
     recalibrate: str | None = None
-    reference: str | None = None
+    reference: str | None = "auto"
     conformal: float | None = None
     conformal_score: str = "lac"
     conformal_mondrian: bool = False
@@ -334,8 +336,8 @@ class CompareConfig:
                                     else list(self.target_prior))
         if self.recalibrate is not None:
             head["recalibrate"] = self.recalibrate
-        if self.reference is not None:
-            head["reference"] = self.reference
+        if self.reference != "auto":
+            head["reference"] = _NONE if self.reference is None else self.reference
         if self.conformal is not None:
             head.update(conformal=self.conformal, conformal_score=self.conformal_score,
                         conformal_mondrian=self.conformal_mondrian)
@@ -536,7 +538,7 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
             raise InvalidInputError(f"{toml.where(path, 'compare.reference')}: must be \"hmc\" "
                                     "(the comparison's own HMC fit) or the path of a reference "
                                     "saved by `uqzoo reference`, got an empty string")
-        out["reference"] = (None if value == _NONE else value if value == "hmc"
+        out["reference"] = (None if value == _NONE else value if value in ("hmc", "auto")
                             else _resolve_path(value, path.parent))
     return out
 
