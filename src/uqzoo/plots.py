@@ -8,6 +8,7 @@ state, no GUI backend needed (safe under Agg, in tests and on servers).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -203,7 +204,7 @@ def coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
                 f"report {name!r} has no coverage: evaluate it with known p_true"
             )
         lv_w, width, _ = _level_rows(rep, "interval_width")
-        colour = f"C{i}"
+        colour = _method_colour(i)
         ax_cov.errorbar(levels, cov, yerr=_Z95 * se, fmt="o-", ms=4, capsize=2, color=colour,
                         label=name)
         ax_width.plot(cov, width, "o-", color=colour, label=name)
@@ -307,7 +308,7 @@ def ece_binning(reports: EvalReport | Mapping[str, EvalReport], *,
     styles = {"equal_width": ("o", "-", "equal width"), "quantile": ("s", "--", "equal mass")}
     x = np.arange(len(bins))
     for i, (name, rep) in enumerate(reports.items()):
-        colour = f"C{i}"
+        colour = _method_colour(i)
         for scheme in schemes:
             marker, line, label = styles[scheme]
             values = [calibration_bins(rep.mean, rep.y, b, confidence=confidence,
@@ -361,7 +362,7 @@ def risk_coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
     for i, (name, rep) in enumerate(reports.items()):
         rc = rep.risk_coverage
         aurc_value = rep.value("aurc", variant="tie-aware trapezoid, max probability")
-        ax.plot(rc.coverage, rc.risk, color=f"C{i}", lw=1.5,
+        ax.plot(rc.coverage, rc.risk, color=_method_colour(i), lw=1.5,
                 label=f"{name} (AURC {aurc_value:.4f})")
     ax.set_xlabel("coverage (fraction of points kept)")
     ax.set_ylabel("selective risk (error rate among kept)")
@@ -419,7 +420,7 @@ def conditional_coverage_plot(reports: EvalReport | Mapping[str, EvalReport],
                                   (judged.conformal, "-", "conformal")):
             values = np.sort(sets.conditional_coverage)
             share = np.arange(1, values.shape[0] + 1) / values.shape[0]
-            ax.step(values, share, where="post", color=f"C{i}", ls=style, lw=1.4,
+            ax.step(values, share, where="post", color=_method_colour(i), ls=style, lw=1.4,
                     label=f"{name} {what} (worst 10 %: {sets.worst_decile_coverage:.3f})")
     if level is not None:
         ax.axvline(level, color="0.3", lw=1, ls=":", label=f"level {level:g}")
@@ -567,6 +568,19 @@ def _level_and_class(report: EvalReport, level: float,
     return matches[0], report.hcs_classes.index(class_index), int(class_index)
 
 
+# One colour per method: matplotlib's ten (tab10), then four more as far from them
+# and from each other as a palette allows, so that a comparison of every method
+# (eleven, and a recalibrated row or two) never gives two methods one colour.
+_METHOD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#393b79",
+                   "#b5cf6b", "#e7969c")
+
+
+def _method_colour(i: int) -> str:
+    """The colour of the i-th method of a figure (cycling past the palette's end)."""
+    return _METHOD_COLOURS[i % len(_METHOD_COLOURS)]
+
+
 def _scene_geometry(report: EvalReport, data: object) -> tuple[np.ndarray, tuple[int, int]]:
     """The test pixels' (row, column) and the image shape, from the report or the data."""
     coords = report.coords
@@ -595,7 +609,8 @@ def _axes_list(ax: object, count: int, what: str) -> list[Any]:
 
 def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
              class_index: int | None = None, ax: Sequence | np.ndarray | None = None,
-             truth: bool = True, errors: bool = True) -> Figure:
+             truth: bool = True, errors: bool = True,
+             width_max: float | None = None) -> Figure:
     """Maps of a hyperspectral scene: mean P(target), interval width, High Confidence Set.
 
     The ground-truth pixels of the class are outlined on every map, and the
@@ -623,6 +638,11 @@ def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
         Outline the pixels whose label is the class.
     errors : bool
         Mark the confident misses and false alarms on the HCS map.
+    width_max : float, optional
+        Top of the width map's colour scale (its bottom is 0): pass one value
+        for the maps of several methods so that one colour is one width on
+        all of them. Default: this report's widest interval (1 when every
+        width is 0, a point estimate's, so the scale never goes below 0).
 
     Returns
     -------
@@ -657,7 +677,13 @@ def hsi_maps(report: EvalReport, data: object = None, *, level: float = 0.8,
     axes[0].set_title(f"posterior mean P({name})", fontsize=9)
     fig.colorbar(im, ax=axes[0], shrink=0.8)
     width = _image(report.interval_width[li, :, class_index].astype(np.float64), coords, shape)
-    im = axes[1].imshow(width, vmin=0, cmap="magma", interpolation="nearest")
+    if width_max is not None:
+        top = check_float(width_max, "width_max", low=0.0)
+    else:
+        top = float(np.nanmax(width)) if np.isfinite(width).any() else 0.0
+    if not math.isfinite(top) or top <= 0:
+        top = 1.0
+    im = axes[1].imshow(width, vmin=0, vmax=top, cmap="magma", interpolation="nearest")
     axes[1].set_title(f"{level:g} credible interval width", fontsize=9)
     fig.colorbar(im, ax=axes[1], shrink=0.8)
     # 0 confident background, 1 uncertain, 2 confident target

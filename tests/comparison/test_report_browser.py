@@ -200,3 +200,64 @@ def test_a_report_under_shift_shows_its_tables_figures_and_ranking_sentences(bro
     assert browser.execute_script(
         "return performance.getEntriesByType('resource').length;") == 0
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def _eleven_method_report(path):
+    """The scene of ``_scene_report`` with eleven methods: the widest comparison table."""
+    rng = np.random.default_rng(3)
+    coords = np.array([(r, c) for r in range(8) for c in range(10)])
+    p1 = rng.uniform(0.05, 0.95, size=len(coords))
+    y = (rng.uniform(size=len(coords)) < p1).astype(int)
+    X = rng.normal(size=(len(coords), 2))
+    data = uz.ClassificationData(X, y, X, y, 2, p_true_test=np.stack([1 - p1, p1], 1),
+                                 coords_test=coords, name="eleven",
+                                 meta={"image_shape": (8, 10)})
+    reports = {}
+    for seed, name in enumerate(uz.methods.names()):
+        draws = 1 if name == "map" else 50
+        concentration = 4.0 * (seed + 1)
+        q = np.random.default_rng(seed).beta(concentration * p1, concentration * (1 - p1),
+                                             size=(draws, len(p1)))
+        reports[name] = uz.evaluate(np.stack([1 - q, q], -1), data, levels=(0.8, 0.95))
+    rows = [{**rep.to_dict(), "method": name, "fit_seconds": 1234.5}
+            for name, rep in reports.items()]
+    table = pd.DataFrame(rows).set_index("method")
+    table["failed"] = table["failed"].astype("boolean")
+    result = uz.Comparison(table=table, reports=reports, posteriors={})
+    return uz.write_report(result, path, data=data), result
+
+
+def test_the_comparison_table_fits_its_page_and_maps_are_named_above(browser, tmp_path):
+    path, result = _eleven_method_report(tmp_path / "eleven.html")
+    browser.get(path.as_uri())
+    fits = browser.execute_script(
+        "const t = document.querySelector('#comparison');"
+        "const page = document.querySelector('main').getBoundingClientRect();"
+        "const box = t.getBoundingClientRect(); const wrap = t.parentElement;"
+        "return [box.left >= page.left, box.right <= page.right,"
+        " wrap.scrollWidth <= wrap.clientWidth, box.width, page.width];")
+    assert fits[:3] == [True, True, True], fits
+    # the columns the ranking uses come first (after the method's name)
+    headers = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#comparison thead tr:last-child th'))"
+        ".map(h => h.textContent);")
+    ranking = uz.report.verdict(result).rankings[0]
+    assert ranking.metric == "interval_score"
+    from uqzoo import headline
+    first = next(c.label for c in headline.columns((0.8, 0.95), where="report")
+                 if c.key == "interval_score@0.8")
+    assert headers[:2] == ["method", first], headers
+    # every column is still shown: the rest in a second table, scrolled with the name in view
+    more = browser.execute_script(
+        "return document.querySelectorAll('#comparison-more thead tr:last-child th').length;")
+    assert more > 1
+    sticky = browser.execute_script(
+        "return getComputedStyle(document.querySelector('#comparison-more tbody th'))"
+        ".position;")
+    assert sticky == "sticky"
+    # each method's name sits above its maps, not under them
+    placed = browser.execute_script(
+        "return Array.from(document.querySelectorAll('figure[id^=maps-]')).map(f => "
+        "[f.id, f.querySelector('figcaption').getBoundingClientRect().bottom <= "
+        "f.querySelector('img').getBoundingClientRect().top]);")
+    assert len(placed) == 11 and all(above for _, above in placed), placed

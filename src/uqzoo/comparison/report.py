@@ -61,7 +61,7 @@ import html
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +121,7 @@ table{border-collapse:collapse;font-size:.82rem;white-space:nowrap}
 th,td{padding:.3rem .55rem;border-bottom:1px solid #eceff4;text-align:right}
 thead th{background:#f1f4f8;position:sticky;top:0}
 thead tr.group th{text-align:center;border-left:1px solid #d8dde6}
-th[scope=row]{text-align:left;background:#f7f9fb}
+th[scope=row]{text-align:left;background:#f7f9fb;position:sticky;left:0;z-index:1}
 td.under{background:#fde2e1}td.over{background:#e1ecfd}td.ok{background:#e3f5e6}
 tr.failed th,tr.failed td{color:#9b1c1c}tr.failed th::after{content:" ✗"}
 tr.detector th,tr.detector td{color:#5b6577;font-style:italic}
@@ -202,8 +202,28 @@ def _cell(name: str, value: object, css: str = "") -> str:
     return f"<td{cls}>{_e(text)}</td>"
 
 
-def _table_html(table: pd.DataFrame, judged: Verdict, settings: Settings) -> str:
-    columns = _ordered_columns(table, settings)
+# The first table's columns besides the ranking's own (rank, then the proper scores
+# that rank): what a reader needs to follow the verdict, few enough to fit the page.
+_FIRST_COLUMNS = ("failed", "num_draws", "converged", "coverage", "accuracy", "nll", "ece",
+                  "detection_auroc")
+_RANKED_BY = {"interval_score": "interval_score", "wasserstein1": "fidelity_wasserstein1",
+              "nll": "nll", "brier": "brier"}
+
+
+def _split_columns(columns: Sequence[_Shown], judged: Verdict
+                   ) -> tuple[list[_Shown], list[_Shown]]:
+    """(the first table's columns: rank and the ranking's scores first, then the verdict's
+    few others; every other column, for the second table)."""
+    order = ["rank"] + [_RANKED_BY[r.metric] for r in judged.rankings if r.metric in _RANKED_BY]
+    order += list(_FIRST_COLUMNS)
+    first: list[_Shown] = []
+    for name in dict.fromkeys(order):
+        first += [c for c in columns if c.name == name and c not in first]
+    return first, [c for c in columns if c not in first]
+
+
+def _rows_html(table: pd.DataFrame, columns: Sequence[_Shown], judged: Verdict,
+               table_id: str) -> str:
     groups: list[tuple[str, int]] = []
     for group in (c.group for c in columns):
         if groups and groups[-1][0] == group:
@@ -234,11 +254,24 @@ def _table_html(table: pd.DataFrame, judged: Verdict, settings: Settings) -> str
         cls = f' class="{" ".join(classes)}"' if classes else ""
         body.append(f'<tr{cls} data-method="{_e(name)}"><th scope="row">{_e(name)}</th>'
                     + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table id="{table_id}"><thead>{"".join(head)}</thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _table_html(table: pd.DataFrame, judged: Verdict, settings: Settings) -> str:
+    """The comparison in two tables: the ranking's columns and the verdict's first, to fit
+    the page; every other column below, scrolled sideways with the method in view."""
+    columns = _ordered_columns(table, settings)
+    first, rest = _split_columns(columns, judged)
+    parts = [_rows_html(table, first, judged, "comparison")]
+    if rest:
+        parts.append('<p class="sub" id="table-more">Every other column (scroll sideways; '
+                     'the method stays in view):</p>'
+                     + _rows_html(table, rest, judged, "comparison-more"))
     legend = "".join(f"<dt>{_e(c.header)}</dt><dd>{_e(c.description)}</dd>"
-                     for c in _first_of_each(columns) if c.description)
-    return (f'<div class="scroll"><table id="comparison"><thead>{"".join(head)}</thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>'
-            f'<details class="legend"><summary>What the columns mean</summary>'
+                     for c in _first_of_each([*first, *rest]) if c.description)
+    return ("".join(parts)
+            + f'<details class="legend"><summary>What the columns mean</summary>'
             f'<dl class="data">{legend}</dl></details>')
 
 
@@ -260,11 +293,26 @@ def _png(fig: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _figure(fig: Figure, alt: str, caption: str, fig_id: str, small: bool = False) -> str:
+def _figure(fig: Figure, alt: str, caption: str, fig_id: str, small: bool = False,
+            caption_first: bool = False) -> str:
+    """A figure; ``caption_first`` puts its caption above the image (a heading)."""
     cls = ' class="small"' if small else ""
-    return (f'<figure id="{_e(fig_id)}"{cls}><img alt="{_e(alt)}" '
-            f'src="data:image/png;base64,{_png(fig)}">'
-            f"<figcaption>{caption}</figcaption></figure>")
+    image = f'<img alt="{_e(alt)}" src="data:image/png;base64,{_png(fig)}">'
+    caption = f"<figcaption>{caption}</figcaption>"
+    inner = caption + image if caption_first else image + caption
+    return f'<figure id="{_e(fig_id)}"{cls}>{inner}</figure>'
+
+
+def _width_scale(reports: Mapping[str, Any], level: float) -> float:
+    """The widest interval at ``level`` over every report: one width colour scale."""
+    top = 0.0
+    for rep in reports.values():
+        at = [i for i, lv in enumerate(rep.levels) if math.isclose(float(lv), level)]
+        if at and rep.interval_width is not None:
+            width = np.asarray(rep.interval_width[at[0]], dtype=np.float64)
+            if np.isfinite(width).any():
+                top = max(top, float(np.nanmax(width)))
+    return top if top > 0 else 1.0
 
 
 def _slug(name: str) -> str:
@@ -522,6 +570,10 @@ def _closeness_html(result: Comparison) -> str:
                   "construction, and it is a reference only if it passes the gate")
     elif reference.source == "posterior":
         source = "a reference posterior passed in (<code>uz.compare(reference=...)</code>)"
+    elif reference.source == "auto":
+        source = (f"a reference posterior sampled for this comparison "
+                  f"(<code>reference=\"auto\"</code>, seed {reference.seed}, independent of "
+                  f"every row)")
     else:
         source = f"the saved reference <code>{_e(reference.source)}</code>"
     numbers = (f"largest R-hat {gate.rhat_max:.4f}, smallest bulk ESS {gate.ess_bulk_min:.0f} "
@@ -646,11 +698,12 @@ def _figures_html(result: Comparison, data: Any) -> str:
                      f"of the target, width of the {level:g} credible interval, and the High "
                      f"Confidence Set at level {level:g} (blue: confidently background, red: "
                      f"confidently target, grey: uncertain). Blank pixels trained or were "
-                     f"not labelled.</p>")
+                     f"not labelled. One width colour scale serves every method.</p>")
+        top = _width_scale(mapped, level)
         for name, rep in mapped.items():
-            fig = plots.hsi_maps(rep, data, level=level)
+            fig = plots.hsi_maps(rep, data, level=level, width_max=top)
             parts.append(_figure(fig, f"maps of {name}", f"<b>{_e(name)}</b>",
-                                 f"maps-{_slug(name)}"))
+                                 f"maps-{_slug(name)}", caption_first=True))
     return "".join(parts)
 
 
