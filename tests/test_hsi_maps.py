@@ -190,3 +190,24 @@ def test_cli_compare_out_writes_maps_at_an_evaluated_level(tmp_path, capsys):
     assert code == 0, capsys.readouterr()
     for name in ("maps.png", "maps_laplace.png"):
         assert (out / name).stat().st_size > 1000
+
+
+def test_a_point_estimates_width_map_has_no_negative_colour_bar_and_one_scale_serves_all():
+    draws, data, _ = kinds_scene()
+    point = uz.evaluate(draws[:1], data, levels=(LEVEL,))        # one draw: width 0
+    assert np.all(point.interval_width == 0)
+    fig = plots.hsi_maps(point, data, level=LEVEL)
+    low, high = fig.axes[1].images[0].get_clim()
+    assert (low, high) == (0.0, 1.0)
+    fig = plots.hsi_maps(point, data, level=LEVEL, width_max=0.25)
+    assert fig.axes[1].images[0].get_clim() == (0.0, 0.25)
+
+
+def test_eleven_methods_get_eleven_colours():
+    draws, data, _ = kinds_scene()
+    report = uz.evaluate(draws, data, levels=(LEVEL,))
+    names = uz.methods.names()
+    assert len(names) >= 11
+    fig = plots.risk_coverage_plot(dict.fromkeys(names, report))
+    colours = [line.get_color() for line in fig.axes[0].get_lines()][:len(names)]
+    assert len(set(colours)) == len(names)

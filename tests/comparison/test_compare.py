@@ -125,3 +125,16 @@ def test_every_freely_drawing_method_gets_the_same_draw_budget_and_the_table_sho
         uz.compare(data, "laplace", num_draws=0)
     with pytest.raises(uz.InvalidInputError, match="interval"):
         uz.compare(data, "laplace", interval="hdi")
+
+
+def test_a_data_warning_is_said_once_per_comparison(muufl, monkeypatch):
+    import warnings
+
+    monkeypatch.setattr(method_registry, "fit", lambda name, *a, **k: background_everywhere(*a,
+                                                                                          **k))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        uz.compare(muufl, ["laplace", "ensemble", "swag"], progress_bar=False, reference=None)
+    said = [str(w.message) for w in caught if issubclass(w.category, uz.DataWarning)]
+    assert said and len(said) == len(set(said))        # each sentence once, not once per method
+    assert any("target pixel" in s for s in said)

@@ -369,3 +369,18 @@ def test_bad_config_is_rejected():
             uz.fit("laplace", spec, data, **{key: value})
     with pytest.raises(uz.InvalidTypeError, match="laplace"):
         laplace.probit_mean("posterior", np.zeros((1, 5)))
+
+
+def test_the_map_is_the_map_methods_of_the_same_seed():
+    """Laplace is built around exactly the network uz.fit("map", seed) trains, so that in a
+    comparison the laplace row differs from the map row by the approximation alone."""
+    data = uz.datasets.load("sim-teacher", n_train=120, n_test=20, seed=2)
+    spec = uz.MLPSpec(data.n_features, 2, hidden=(5,))
+    common = dict(num_epochs=150, progress_bar=False)
+    point = uz.fit("map", spec, data, seed=7, **common)
+    post = uz.fit("laplace", spec, data, seed=7, num_samples=20, **common)
+    for key, value in post.anchor.items():
+        np.testing.assert_array_equal(value, point.draws[key][0])
+    # the draws are their own stream: another seed, other draws around another MAP
+    other = uz.fit("laplace", spec, data, seed=8, num_samples=20, **common)
+    assert not np.array_equal(other.draws["layers.0.weight"], post.draws["layers.0.weight"])
