@@ -108,7 +108,7 @@ def test_a_point_estimate_is_never_recommended_for_uncertainty():
     v = verdict(comparison(reports))
     assert v.rankings[0].best == "map"
     assert v.recommended == "noisy"
-    assert "map (a point estimate (one draw" in v.answer
+    assert "map (a point estimate: one draw" in v.answer
     assert "not recommended for uncertainty" in v.answer
 
 

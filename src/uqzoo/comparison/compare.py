@@ -11,7 +11,9 @@ is to a reference posterior of the same network and prior
 (:func:`uqzoo.fidelity`): a long, gated HMC run saved by ``uqzoo reference``
 (:func:`uqzoo.reference_posterior`), or the comparison's own HMC fit
 (``reference="hmc"``). That judges the methods on data without known true
-probabilities, a user's own scene included.
+probabilities, a user's own scene included. By default (``reference="auto"``)
+such data get a reference sampled for the comparison where it is affordable
+(:data:`AUTO_REFERENCE_SECONDS`), and the verdict says when it is not.
 """
 
 from __future__ import annotations

@@ -223,7 +223,9 @@ def _split_columns(columns: Sequence[_Shown], judged: Verdict
 
 
 def _rows_html(table: pd.DataFrame, columns: Sequence[_Shown], judged: Verdict,
-               table_id: str) -> str:
+               table_id: str, grouped: bool = True) -> str:
+    """One table of the comparison; ``grouped`` adds a row naming each run of columns'
+    group (the first table, in the ranking's order, would repeat them)."""
     groups: list[tuple[str, int]] = []
     for group in (c.group for c in columns):
         if groups and groups[-1][0] == group:
@@ -232,7 +234,7 @@ def _rows_html(table: pd.DataFrame, columns: Sequence[_Shown], judged: Verdict,
             groups.append((group, 1))
     head = ['<tr class="group"><th></th>'
             + "".join(f'<th colspan="{n}" scope="colgroup">{_e(g)}</th>' for g, n in groups)
-            + "</tr>"]
+            + "</tr>"] if grouped else []
     head.append('<tr><th scope="col">method</th>' + "".join(
         f'<th scope="col" title="{_e(c.description)}">{_e(c.header)}</th>'
         for c in columns) + "</tr>")
@@ -263,7 +265,7 @@ def _table_html(table: pd.DataFrame, judged: Verdict, settings: Settings) -> str
     the page; every other column below, scrolled sideways with the method in view."""
     columns = _ordered_columns(table, settings)
     first, rest = _split_columns(columns, judged)
-    parts = [_rows_html(table, first, judged, "comparison")]
+    parts = [_rows_html(table, first, judged, "comparison", grouped=False)]
     if rest:
         parts.append('<p class="sub" id="table-more">Every other column (scroll sideways; '
                      'the method stays in view):</p>'

@@ -6,8 +6,13 @@ X: ..." -- the best-scoring method by a proper score (the interval score of
 the true probability where it is known; otherwise the closeness to a
 reference posterior that passed its gate, when the comparison has one, else
 the NLL of the test labels; :mod:`uqzoo.comparison.ranking`) among those that did not fail,
-converged and, where coverage can be judged, do not under-cover -- or "No
-method is trustworthy here: ...", with the reason in numbers. Then: which
+converged, have the draws their levels need (a point estimate never qualifies)
+and, where coverage can be judged, do not under-cover -- named only when its
+paired bootstrap interval to every other such method excludes 0 ("X, Y and Z
+are tied ..." otherwise), or "No method is trustworthy here: ...", with the
+reason in numbers. Labels alone judge the mean prediction, not the
+uncertainty: without true probabilities and without a gated reference the
+first sentence says so, and trusts at most a method's mean prediction. Then: which
 fits failed or did not converge, which
 methods' intervals under- or over-cover the true probability beyond Monte
 Carlo error, which are best calibrated, what recalibration changed and which
@@ -189,7 +194,10 @@ class Verdict:
         (also among the sentences).
     recommended : str or None
         The method to trust (the first sentence says why), None when no
-        method is trustworthy.
+        method is trustworthy or the evidence does not separate the best
+        from another candidate (a tie). Without true probabilities and
+        without a gated reference posterior, trusted for its mean prediction
+        only.
     rankings : tuple of Ranking
         The proper-score rankings behind it (:mod:`uqzoo.comparison.ranking`);
         from a bare table, point values without intervals.
@@ -197,8 +205,10 @@ class Verdict:
         Fits with warnings (the data's doing, or too small to call a failure),
         with their flags.
     answer : str
-        The first sentence: "Trust X: ..." or "No method is trustworthy here:
-        ..." ("" for a bare table without a proper score).
+        The first sentence: "Trust X: ...", "X, Y and Z are tied ...", or "No
+        method is trustworthy here: ...", opened by "The test labels judge
+        the mean prediction only ..." where nothing else judges ("" for a
+        bare table without a proper score).
     """
 
     failed: Mapping[str, str]
@@ -499,7 +509,7 @@ def _draw_shortfall(rows: Mapping[str, Any], name: str, levels: Sequence[float])
         return None
     draws = int(float(value))                          # type: ignore[arg-type]
     if draws <= 1:
-        return "a point estimate (one draw: intervals of width 0)"
+        return "a point estimate: one draw, intervals of width 0"
     if levels:
         top = max(levels)
         need = min_draws(top)
@@ -642,6 +652,7 @@ def _reference_sentences(result: Comparison, rankings: Sequence[Ranking]) -> lis
             return [f"No reference posterior was sampled ({settings.reference_skipped}), so "
                     f"nothing here judges the uncertainty itself; {_reference_command(settings)}."]
         return []
+    assert settings is not None                     # a reference is recorded in settings
     if reference.source == "auto":
         where = (f"a reference posterior sampled for this comparison (reference='auto': "
                  f"uz.reference_posterior, seed {reference.seed}, independent of the hmc row)")
