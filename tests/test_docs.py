@@ -25,6 +25,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT))
                               for p in (ROOT / "docs" / "guide").glob("*.md"))]
+# Pages whose examples fit and compare several methods and run a study take 15-30 s
+# each on two busy cores: they run with the long tests (`make test-slow`, in CI too).
+SLOW_PAGES = {"docs/guide/comparing.md", "docs/guide/own-data.md", "docs/guide/studies.md"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 # Data options that keep an example's command quick; what the line asks for stays.
@@ -89,7 +92,8 @@ def write_user_files(folder: Path) -> None:
     np.save(folder / "classes.npy", classes)
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [pytest.param(page, marks=pytest.mark.slow)
+                                  if page in SLOW_PAGES else page for page in PAGES])
 def test_the_examples_of_the_page_run(page, tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
