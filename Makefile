@@ -11,7 +11,7 @@ PY      = $(VENV)/bin/python
 # depends on it, installed first) would pull a multi-GB CUDA build.
 TORCH   = torch==2.13.0
 
-.PHONY: install demo test test-slow test-all lint bench notebooks clean
+.PHONY: install demo test test-slow test-all lint bench notebooks docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,9 +51,16 @@ lint: install
 notebooks: install
 	$(VENV)/bin/jupyter execute --inplace --kernel_name=python3 notebooks/*.ipynb
 
+# The documentation site (user guide and the API reference generated from the
+# docstrings) into site/, warnings as errors: a broken link or a docstring that
+# cannot be parsed fails the build. CI builds it after the tests.
+docs: install
+	$(PY) -m pip install --quiet -e ".[docs]"
+	$(VENV)/bin/mkdocs build --strict
+
 bench: install
 	$(PY) -m pip install --quiet -e ".[bench]"
 	@echo "see benchmarks/README.md for each script"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache site

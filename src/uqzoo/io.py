@@ -216,7 +216,7 @@ def save_posterior(posterior, path) -> None:
     target = check_output_file(path)
     # Serialising to memory first keeps HDF5 away from a failing disk: a full
     # disk while h5netcdf wrote the file left a half-closed HDF5 handle whose
-    # close() at garbage collection crashed the interpreter (issue 9).
+    # close() at garbage collection crashed the interpreter.
     data = to_datatree(posterior).to_netcdf(engine=_ENGINE)
     write_file_atomically(target, data)
 

@@ -47,7 +47,7 @@ Defaults
 One disc per 60 pixels, radii uniform on 0.3–3 px, a_min = 0.5, 30 % of discs
 occluded with o up to 0.8, σ = 0.01, the "Plastic Tarp GDS339 Green" target,
 211 bands. They were tuned so that the scene is genuinely uncertain in the
-range the issue asks for (4–12 % of test pixels with 0.05 < p_true < 0.95):
+range a comparison needs (4–12 % of test pixels with 0.05 < p_true < 0.95):
 measured 6–10 % over seeds 0–14 at size 100, 7.7–9.1 % over seeds 0–5 at
 size 200, with 14–16 % target pixels. Uncertainty comes from near-threshold
 sub-pixel abundances and above all from occlusion, which makes a disc with

@@ -130,7 +130,7 @@ def load_sim_teacher(*, p: int = 5, n_train: int = 1000, n_test: int = 5000,
     detection AUROC is 0.61 and their argmax says class 1 on 8 % of the
     points -- a problem where the uncertainty, not the accuracy, is the
     question. With ``teacher_prior="iid"`` (every weight and bias N(0, 1),
-    the default before issue #26) the logit has a standard deviation of
+    ``MLPSpec(prior="iid")``) the logit has a standard deviation of
     about 2.5 whatever ``p`` is, and π(x) is spread over (0, 1).
     ``logit_scale`` multiplies f* to make it sharper (> 1) or noisier (< 1).
 

@@ -36,7 +36,7 @@ from uqzoo.metrics._common import check_sample_weight, check_scores, group_ends,
 __all__ = ["DetectionROC", "PdAtFar", "clopper_pearson", "detection_auroc", "detection_roc",
            "pd_at_far"]
 
-# Operating points the issue and the HSI literature report: one false alarm
+# Operating points the HSI literature reports: one false alarm
 # per thousand and per hundred background pixels.
 DEFAULT_FARS = (1e-3, 1e-2)
 
