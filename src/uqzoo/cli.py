@@ -638,14 +638,21 @@ def _save_plots(reports, data, out: Path, comparison=None) -> None:
 def _cmd_fit(args) -> int:
     from uqzoo import methods as registry
     from uqzoo.io import check_output_file
-    check_output_file(args.out, what="--out")      # before the fit, not after it
+    # before the fit, not after it
+    check_output_file(args.out, what="--out", overwrite=args.overwrite)
     data = _load_data(args)
     post = registry.fit(args.method, _spec(args, data), data, seed=args.seed,
                         progress_bar=not args.no_progress,
                         **_parse_options(args.set, "--set"))
-    post.save(args.out)
+    _save_posterior(post, args)
     print(f"{post!r}\nsaved to {args.out}")
     return 0
+
+
+def _save_posterior(post, args) -> None:
+    from uqzoo.io import save_posterior
+    # errors name --out and --overwrite, the flags the user types
+    save_posterior(post, args.out, overwrite=args.overwrite, what="--out")
 
 
 def _cmd_evaluate(args) -> int:
@@ -653,14 +660,15 @@ def _cmd_evaluate(args) -> int:
     from uqzoo.io import check_output_file, write_file_atomically
     from uqzoo.posterior import load_posterior
     if args.out is not None:
-        check_output_file(args.out, what="--out", example="metrics.csv")
+        check_output_file(args.out, what="--out", example="metrics.csv",
+                          overwrite=args.overwrite)
     post = load_posterior(args.posterior)
     data = _load_data(args)
     report = evaluate(post, data, levels=_parse_levels(args.levels), delta=args.delta)
     print(report.summary())
     if args.out is not None:
         write_file_atomically(args.out, report.table.to_csv(index=False).encode(),
-                              what="--out")
+                              what="--out", overwrite=args.overwrite)
         print(f"wrote {args.out}")
     return 0
 
@@ -669,7 +677,8 @@ def _cmd_reference(args) -> int:
     from uqzoo.io import check_output_file
     from uqzoo.reference import reference_gate, reference_posterior
 
-    check_output_file(args.out, what="--out")      # before the run, not after it
+    # before the run, not after it
+    check_output_file(args.out, what="--out", overwrite=args.overwrite)
     data = _load_data(args)
     with warnings.catch_warnings():
         # The gate's verdict is printed below; the warnings would repeat it.
@@ -678,7 +687,7 @@ def _cmd_reference(args) -> int:
                                   max_divergence_rate=args.max_divergence_rate,
                                   progress_bar=not args.no_progress,
                                   **_parse_options(args.set, "--set"))
-    ref.save(args.out)
+    _save_posterior(ref, args)
     gate = reference_gate(ref)
     print(f"{ref!r}\nR-hat max {gate.rhat_max:.4f}, bulk ESS min {gate.ess_bulk_min:.0f}, "
           f"tail ESS min {gate.ess_tail_min:.0f}, divergence rate {gate.divergence_rate:.2g}")
@@ -836,6 +845,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_net_args(p)
     p.add_argument("--set", action="append", metavar="OPTION=VALUE", help="a method option")
     p.add_argument("--out", required=True, help="path of the posterior file (.nc)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("evaluate", help="evaluate a saved posterior on a dataset's test split")
@@ -844,6 +855,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--levels", default="0.5,0.8,0.9,0.95")
     p.add_argument("--delta", type=float, default=0.2)
     p.add_argument("--out", help="write the tidy metrics table to this CSV")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.set_defaults(func=_cmd_evaluate)
 
     from uqzoo.reference import DIVERGENCE_RATE_MAX, REFERENCE_OPTIONS  # light: no torch
@@ -860,6 +873,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"divergent kept transitions allowed per draw (default "
                         f"{DIVERGENCE_RATE_MAX:g})")
     p.add_argument("--out", required=True, help="path of the reference file (.nc)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.set_defaults(func=_cmd_reference)
 
     sub.add_parser("datasets", help="list dataset names").set_defaults(func=_cmd_datasets)

@@ -115,7 +115,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise UqzooError("--format parquet needs pyarrow (pip install pyarrow); or use "
                          "--format csv")
     check_output_file(args.out, what="--out",      # before reading, not after
-                      example=f"{'summary' if args.summary else 'results'}.{args.format}")
+                      example=f"{'summary' if args.summary else 'results'}.{args.format}",
+                      overwrite=args.overwrite)
     table = load(args.store, status=args.status)
     if args.summary:
         table = summarize(table)
@@ -125,7 +126,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         buffer = io.BytesIO()
         table.to_parquet(buffer, index=False)
         data = buffer.getvalue()
-    write_file_atomically(args.out, data, what="--out")
+    write_file_atomically(args.out, data, what="--out", overwrite=args.overwrite)
     print(f"wrote {args.out}: {len(table)} rows"
           + (" (summary)" if args.summary else f" ({args.status} tasks × levels)"))
     return 0
@@ -176,6 +177,8 @@ def add_study_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("store")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv")
     p.add_argument("--out", required=True, help="the file to write")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.add_argument("--status", choices=("done", "failed", "pending", "all"), default="done",
                    help="which tasks (default: done)")
     p.add_argument("--summary", action="store_true",
