@@ -42,6 +42,12 @@ fills a temporary sibling folder and renames it to DIR at the end, so an
 interrupted or failed run leaves nothing half-written; an existing non-empty DIR
 is replaced only with ``--overwrite``. Ctrl-C ends with one line and exit
 status 130.
+
+Exit status: 0 success; 1 from ``compare`` when a method's fit failed (it is a
+row marked FAILED with its reason; the other methods are reported and
+written), from ``reference`` when the gate is not met, from ``study run`` when
+a task failed; 2 a bad argument or unusable file (one line); 130 Ctrl-C
+(143 a termination signal).
 """
 
 from __future__ import annotations
@@ -65,6 +71,9 @@ from uqzoo.errors import ConvergenceWarning, DataWarning, SlowFitWarning, UqzooE
 DEFAULT_DATASET = "sim-teacher"
 # The printed table's width: a terminal of 120 columns shows it unwrapped.
 TABLE_WIDTH = 120
+# compare's exit status when some method's fit failed (the others are reported);
+# as `study run` when a task failed.
+EXIT_METHOD_FAILED = 1
 
 
 def _parse_value(text: str) -> Any:
@@ -292,6 +301,8 @@ def _cmd_compare(args) -> int:
             f"on {con['n_calibration']} training points held out; every method trained on "
             f"the other {con['n_fit']}; 'own' columns: each method's own sets (its most "
             "probable labels up to the level), uncalibrated.", width=TABLE_WIDTH))
+    for name, reason in result.failed_fits.items():
+        print(f"\nFAILED {name} (fit): {reason}")
     for name, report in result.reports.items():
         for failure in report.failures:
             print(f"\nFAILED {name} ({failure.kind}): {failure.message}")
@@ -308,7 +319,8 @@ def _cmd_compare(args) -> int:
             print(f"\nnote: {note}")
     if args.out is not None:
         _write_compare_outputs(args, config_text, result, data)
-    return 0
+    # the other methods' results are reported; the status says one failed
+    return EXIT_METHOD_FAILED if result.failed_fits else 0
 
 
 def _closeness_text(result) -> str:
@@ -835,7 +847,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="uqzoo", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
 
-    p = sub.add_parser("compare", help="fit methods on a dataset and compare their UQ")
+    p = sub.add_parser("compare", help="fit methods on a dataset and compare their UQ",
+                       epilog="exit status: 0 all fitted; 1 a method's fit failed (its row "
+                              "says why; the others are reported); 2 a bad argument; "
+                              "130 interrupted")
     _add_compare_args(p)
     p.set_defaults(func=_cmd_compare)
 

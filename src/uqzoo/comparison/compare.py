@@ -262,6 +262,12 @@ class Comparison:
         ``rules``: each row's calibrated
         :class:`~uqzoo.conformal.ConformalSets`. The judged sets are in
         ``reports[row].conformal``.
+    failed_fits : dict of str to str
+        Methods whose fit raised or returned non-finite draws, each with its
+        ``failed_reason`` (what failed and how to fix it). Such a method has a
+        table row with ``failed`` True, ``flags`` ``"fit_error"`` and the
+        reason in a ``failed_reason`` column, but no report or posterior; the
+        other methods are compared as usual.
     """
 
     table: pd.DataFrame
@@ -276,6 +282,7 @@ class Comparison:
     scores: tuple[Any, ...] = ()
     fidelity: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     conformal: Mapping[str, Any] | None = None
+    failed_fits: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:
         return format_table(self.table)
@@ -556,14 +563,26 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if class_weight is not None and not isinstance(class_weight, dict):
         check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
     _say_long_fits(options_of, spec, fit_data)
+    for name in names:          # a bad option is an error before any fit, not a failed row
+        method_registry.make_config(name, **{k: v for k, v in options_of[name].items()
+                                             if not isinstance(v, dict)})
+    failed_fits: dict[str, str] = {}
     for name in names:
         options = options_of[name]
         start = time.perf_counter()
-        with warnings.catch_warnings():
-            # A non-converged fit is reported in the table, not raised.
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            post = method_registry.fit(name, spec, fit_data, seed=seed,
-                                       progress_bar=progress_bar, **options)
+        try:
+            with warnings.catch_warnings():
+                # A non-converged fit is reported in the table, not raised.
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                post = method_registry.fit(name, spec, fit_data, seed=seed,
+                                           progress_bar=progress_bar, **options)
+        except Exception as exc:    # one method's failure must not sink the others' results
+            failed_fits[name] = _fit_failure(name, exc)
+            rows.append({"method": name, "kind": "posterior", "failed": True,
+                         "flags": "fit_error", "failed_reason": failed_fits[name],
+                         "n_test": int(data.n_test),
+                         "fit_seconds": time.perf_counter() - start})
+            continue
         fit_seconds = time.perf_counter() - start
         if reference_source == "hmc" and name == "hmc":
             given_reference = _own_reference(post, fit_data)
@@ -586,7 +605,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             posteriors[row_name], reports[row_name] = version, report
             # the row's name, not the report's method (a recalibrated row shares it)
             rows.append({**report.to_dict(), "method": row_name, "kind": kind,
-                         "fit_seconds": seconds})
+                         "fit_seconds": seconds, "n_test": int(report.n_points)})
     detector_results: dict[str, DetectorResult] = {}
     if detectors:
         detector_rows, detector_results = _detector_rows(fit_data, fars)
@@ -599,6 +618,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         for row in rows:
             if row["method"] in fidelity:
                 row.update(_fidelity_columns(fidelity[row["method"]]))
+    if not reports:
+        raise InvalidInputError("every method's fit failed, so there is nothing to compare: "
+                                + "; ".join(failed_fits.values()))
     table = pd.DataFrame(rows).set_index("method")
     # True / False for fits, <NA> for detector rows (no failure check applies)
     table["failed"] = table["failed"].astype("boolean")
@@ -611,6 +633,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                                          has_reference=bool(fidelity))
             if c in table.columns
             and (c != "kind" or detectors or recalibration is not None)]
+    # a failed fit has no report to take its test points from: the verdict reads them here
+    cols += ["n_test", "failed_reason"] if failed_fits else []
     settings = Settings(levels=tuple(levels), delta=delta, interval=interval,
                         num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
@@ -620,7 +644,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
                           settings=settings, scores=scores, fidelity=fidelity,
-                          conformal=conformal_record)
+                          conformal=conformal_record, failed_fits=failed_fits)
     shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
                        if r.shift is not None], ignore_index=True)
     ranked, changes = under_shift.rankings(reports)
@@ -629,7 +653,22 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       shift=shift[["method", *under_shift.SHIFT_COLUMNS]], rankings=ranked,
                       ranking_changes=changes, recalibration=recalibration,
                       settings=settings, scores=scores, fidelity=fidelity,
-                      conformal=conformal_record)
+                      conformal=conformal_record, failed_fits=failed_fits)
+
+
+def _fit_failure(name: str, exc: Exception) -> str:
+    """A failed fit's reason: what failed, and how to fix it."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    steps = [f.name for f in dataclasses.fields(method_registry.get(name).Config)
+             if f.name in ("step_size", "learning_rate")]
+    if "finite" in message or "nan" in message.lower() or "overflow" in message.lower():
+        what = "diverged (its parameters became non-finite)"
+        fix = (f"lower its {' or '.join(steps)} (--set {name}.{steps[0]}=...)" if steps
+               else "check its options against `uqzoo methods`")
+    else:
+        what = f"raised {type(exc).__name__}"
+        fix = "check its options against `uqzoo methods`, or leave it out (--methods)"
+    return f"{name}: the fit {what}: {message}; {fix}"
 
 
 def _scores(table: pd.DataFrame, reports: Mapping[str, Any], seed: int,
