@@ -95,10 +95,20 @@ def _parse_options(items: list[str] | None, what: str) -> dict[str, Any]:
 
 def _parse_levels(text: str) -> tuple[float, ...]:
     try:
-        return tuple(float(t) for t in text.split(","))
+        levels = tuple(float(t) for t in text.split(","))
     except ValueError:
-        raise UqzooError(
-            f"--levels must be comma-separated numbers in (0, 1), got {text!r}") from None
+        levels = (math.nan,)
+    if not all(0.0 < level < 1.0 for level in levels):     # nan and inf fail this too
+        raise UqzooError(f"--levels must be comma-separated credible levels, each a number "
+                         f"in (0, 1) such as 0.8,0.95, got {text!r}")
+    return levels
+
+
+def _check_delta(delta: float) -> float:
+    if not 0.0 < delta < 0.5:                                # nan and inf fail this too
+        raise UqzooError(f"--delta must be a number in (0, 0.5) (the High Confidence Set's "
+                         f"threshold δ, e.g. 0.2), got {delta!r}")
+    return delta
 
 
 # Options of a data set read from a file: flag -> (keyword, converter, file kinds).
@@ -444,6 +454,14 @@ def _compare_config(args):
     recalibrate = _recalibration(args)
     conformal = _conformal(args)
     reference = _reference(args)
+    if args.methods is not None and not args.methods.strip():
+        # '' once meant "all methods": leaving --methods out says that
+        from uqzoo import methods as registry
+        raise UqzooError(f"--methods must name at least one method "
+                         f"({', '.join(registry.names())}), got ''; leave --methods out to "
+                         "compare them all")
+    _check_delta(args.delta)
+    _parse_levels(args.levels)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
     configs: dict[str, dict[str, Any]] = {}
@@ -676,7 +694,8 @@ def _cmd_evaluate(args) -> int:
                           overwrite=args.overwrite)
     post = load_posterior(args.posterior)
     data = _load_data(args)
-    report = evaluate(post, data, levels=_parse_levels(args.levels), delta=args.delta)
+    report = evaluate(post, data, levels=_parse_levels(args.levels),
+                      delta=_check_delta(args.delta))
     print(report.summary())
     if args.out is not None:
         write_file_atomically(args.out, report.table.to_csv(index=False).encode(),
