@@ -1,11 +1,15 @@
 """Hostile inputs that once ended in a traceback, a hang or a silent answer: one line, exit 2."""
 
+import dataclasses
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import uqzoo as uz
 from uqzoo.cli import main
+from uqzoo.reference import data_fingerprint
 
 SMALL_STUDY = Path(__file__).parents[1] / "experiments" / "examples" / "small.toml"
 
@@ -26,3 +30,63 @@ def test_a_malformed_dask_address_is_one_line_before_any_connection(address, nee
     assert err.startswith("uqzoo: error:") and needle in err, err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []          # no store made either
+
+
+# -- silent answers are errors ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny():
+    return uz.datasets.load("sim-teacher", n_train=60, n_test=30, seed=0)
+
+
+def _reference_of(post: uz.Posterior) -> uz.Posterior:
+    """``post`` dressed as a gated HMC reference of the data it was fitted on."""
+    num = post.num_draws
+    ess = np.full((10, 1), float(num))
+    diagnostics = {**post.diagnostics, "rhat_predictive": np.ones((10, 1)),
+                   "ess_bulk_predictive": ess, "ess_tail_predictive": ess, "rhat_lp": 1.0,
+                   "ess_bulk_lp": float(num), "ess_tail_lp": float(num), "num_divergent": 0}
+    return dataclasses.replace(post, method="hmc", sample_shape=(4, num // 4),
+                               diagnostics=diagnostics)
+
+
+def test_conformal_mondrian_without_conformal_is_an_error(tiny):
+    with pytest.raises(uz.InvalidInputError, match="conformal_mondrian and conformal_score "
+                                                   "need conformal="):
+        uz.compare(tiny, ["laplace"], conformal_mondrian=True, progress_bar=False)
+    with pytest.raises(uz.InvalidInputError, match="need conformal="):
+        uz.compare(tiny, ["laplace"], conformal_score="aps", progress_bar=False)
+
+
+def test_every_fit_records_its_training_fingerprint_and_fidelity_checks_it(tiny, tmp_path):
+    post = uz.fit("ensemble", uz.MLPSpec(tiny.n_features, 2, hidden=(3,)), tiny, seed=0,
+                  num_members=4, num_epochs=20, progress_bar=False)
+    assert post.diagnostics["data_fingerprint"] == data_fingerprint(tiny)
+    post.save(tmp_path / "post.nc")
+    loaded = uz.load_posterior(tmp_path / "post.nc")
+    assert loaded.diagnostics["data_fingerprint"] == data_fingerprint(tiny)
+    other = uz.datasets.load("sim-teacher", n_train=60, n_test=30, seed=1)
+    other_post = uz.fit("ensemble", uz.MLPSpec(other.n_features, 2, hidden=(3,)), other,
+                        seed=0, num_members=4, num_epochs=20, progress_bar=False)
+    reference = _reference_of(other_post)
+    assert uz.fidelity(other_post, reference, other.X_test, data=other,
+                       require_gate=False) is not None
+    for scored in (post, loaded):
+        with pytest.raises(uz.InvalidInputError, match=r"posterior was fitted on other "
+                                                       r"training data .* fit the ensemble "
+                                                       r"posterior on the reference's data"):
+            uz.fidelity(scored, reference, other.X_test, require_gate=False)
+    # a file from before fingerprints still loads, and is scored as it is
+    old = dataclasses.replace(post, diagnostics={k: v for k, v in post.diagnostics.items()
+                                                 if k != "data_fingerprint"})
+    old.save(tmp_path / "old.nc")
+    assert "data_fingerprint" not in uz.load_posterior(tmp_path / "old.nc").diagnostics
+    assert uz.fidelity(old, reference, other.X_test, require_gate=False) is not None
+
+
+def test_fidelity_require_gate_must_be_a_bool(tiny):
+    post = uz.fit("ensemble", uz.MLPSpec(tiny.n_features, 2, hidden=(3,)), tiny, seed=0,
+                  num_members=4, num_epochs=20, progress_bar=False)
+    with pytest.raises(uz.InvalidTypeError, match="require_gate must be True or False, "
+                                                  "got 'no'"):
+        uz.fidelity(post, _reference_of(post), tiny.X_test, require_gate="no")

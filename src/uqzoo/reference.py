@@ -342,12 +342,15 @@ def check_reference(reference: Posterior, data: Any = None, *,
     >>> check_reference(ref, data).passed                          # doctest: +SKIP
     True
     """
+    from uqzoo._validation import check_bool
+
+    require_gate = check_bool(require_gate, "require_gate")
     _check_hmc(reference, "reference")
     recorded = reference.diagnostics.get(_FINGERPRINT_KEY)
     if not isinstance(recorded, str) or not recorded.startswith(_FINGERPRINT_PREFIX):
         raise InvalidInputError(
-            "reference has no data fingerprint: it was not made by "
-            "uqzoo.reference_posterior (an ordinary HMC fit is not gated as a reference)")
+            "reference has no data fingerprint, so the data it was sampled on is unknown: "
+            "sample one with uqzoo.reference_posterior (or `uqzoo reference`)")
     if data is not None:
         expected = data_fingerprint(data)
         if recorded != expected:

@@ -820,6 +820,9 @@ def _conformal_request(level: object, score: object, mondrian: object, calibrati
     score = check_choice(score, "conformal_score", SCORES)
     mondrian = check_bool(mondrian, "conformal_mondrian")
     if level is None:
+        if mondrian or score != "lac":      # asked for sets, but none would be made
+            raise InvalidInputError("conformal_mondrian and conformal_score need conformal= "
+                                    "a level such as 0.9 (the label sets' coverage)")
         return None
     if isinstance(level, bool):
         raise InvalidTypeError(f"conformal must be None or a level in (0, 1) such as 0.9, "
