@@ -1,6 +1,10 @@
 """Hostile inputs that once ended in a traceback, a hang or a silent answer: one line, exit 2."""
 
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -90,3 +94,61 @@ def test_fidelity_require_gate_must_be_a_bool(tiny):
     with pytest.raises(uz.InvalidTypeError, match="require_gate must be True or False, "
                                                   "got 'no'"):
         uz.fidelity(post, _reference_of(post), tiny.X_test, require_gate="no")
+
+
+# -- interrupts ---------------------------------------------------------------------------------
+
+def test_study_status_says_interrupted_for_a_run_stopped_by_ctrl_c(tmp_path, capsys,
+                                                                   monkeypatch):
+    from uqzoo.study import runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+        yield                                        # a generator, as the executors are
+
+    monkeypatch.setattr(runner, "_run_local", interrupted)
+    store = tmp_path / "s.sqlite"
+    assert main(["study", "run", str(SMALL_STUDY), "--store", str(store), "--workers", "1",
+                 "--no-progress"]) == 130
+    assert capsys.readouterr().err == "uqzoo: interrupted\n"
+    assert main(["study", "status", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "interrupted (stopped before its tasks ended" in out and "finished" not in out
+
+
+_TINY_COMPARE = ["compare", "--methods", "laplace,mfvi", "--data-option", "n_train=60",
+                 "--data-option", "n_test=40", "--set", "laplace.num_epochs=30",
+                 "--set", "laplace.num_samples=10", "--set", "mfvi.num_steps=50",
+                 "--num-draws", "10", "--no-progress"]
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGINT),
+                                     (signal.SIGTERM, signal.SIGINT)])
+def test_two_signals_during_compare_out_exit_cleanly_and_leave_no_temporary(tmp_path,
+                                                                            signals):
+    # Signals arrive while the outputs are written (the legend is printed just
+    # before); the second one once tore XLA's threads down mid-shutdown (exit 139).
+    out = tmp_path / "results"
+    child = subprocess.Popen([sys.executable, "-m", "uqzoo.cli", *_TINY_COMPARE,
+                              "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        for line in child.stdout:
+            if line.startswith("S (num_draws)"):
+                break
+        for sig in signals:
+            child.send_signal(sig)
+            time.sleep(0.05)
+        stdout, stderr = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    expected = 130 if signals[0] == signal.SIGINT else 143
+    if child.returncode == 0:            # it finished writing before the first signal
+        pytest.skip("the run ended before the signals arrived")
+    assert child.returncode == expected, stderr[-3000:]
+    assert stderr.splitlines()[-1:] == ["uqzoo: interrupted"], stderr[-3000:]
+    assert "Traceback" not in stderr and "Segmentation" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -941,8 +941,62 @@ def _notices_as_lines():
         yield
 
 
+class _Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM), unwound as Ctrl-C is."""
+
+
+def _on_signal(signum, frame) -> None:
+    """The first SIGINT or SIGTERM: unwind (removing staged outputs on the way); any
+    further one is ignored, so that it cannot break that clean-up half-way."""
+    import signal
+    for each in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(each, signal.SIG_IGN)
+    raise KeyboardInterrupt if signum == signal.SIGINT else _Interrupted
+
+
+def _install_signal_handlers() -> bool:
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    for each in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(each, _on_signal)
+    return True
+
+
+def _exit_now(status: int) -> None:
+    """End the process at once after an interrupt: the interpreter's own shutdown
+    (JAX/XLA threads, atexit handlers) is what crashed or printed tracebacks when a
+    second signal arrived during it; every output is complete or removed by now."""
+    import os
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C)."""
+    """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C).
+
+    Run as the ``uqzoo`` command (``argv`` None), a first SIGINT or SIGTERM
+    unwinds the command -- staged outputs are removed -- with further signals
+    ignored, prints one line and ends the process at once with 130 (SIGINT) or
+    143 (SIGTERM), skipping the interpreter's shutdown.
+    """
+    command_line = argv is None and _install_signal_handlers()
+    try:
+        status = _main(argv)
+    except KeyboardInterrupt as exc:
+        # Outputs are staged, so nothing half-written is left; 130 = 128 + SIGINT,
+        # the shell's convention for a run stopped by Ctrl-C (143: SIGTERM).
+        print("uqzoo: interrupted", file=sys.stderr)
+        status = 143 if isinstance(exc, _Interrupted) else 130
+        if command_line:
+            _exit_now(status)
+    return status
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
         argv = sys.argv[1:] if argv is None else list(argv)
@@ -958,11 +1012,6 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"uqzoo: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        # Outputs are staged, so nothing half-written is left; 130 = 128 + SIGINT,
-        # the shell's convention for a run stopped by Ctrl-C.
-        print("uqzoo: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

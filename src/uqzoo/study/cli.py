@@ -89,8 +89,14 @@ def _cmd_status(args: argparse.Namespace) -> int:
                 started, finished, executor, workers, address, n_done, n_failed, n_todo = last
                 when = datetime.datetime.fromtimestamp(started).isoformat(" ", "seconds")
                 where = address or f"{workers} workers"
-                state = ("finished" if finished is not None
-                         else "still running, or stopped before it ended")
+                # A run stopped by Ctrl-C or a signal still records its end (the
+                # driver's clean-up), with fewer tasks ended than it set out to do.
+                if finished is None:
+                    state = "still running, or killed before it could record its end"
+                elif (n_done or 0) + (n_failed or 0) < (n_todo or 0):
+                    state = "interrupted (stopped before its tasks ended; run again to resume)"
+                else:
+                    state = "finished"
                 print(f"  last run {when} ({executor}, {where}): {state}"
                       + (f"; {n_done} done, {n_failed} failed of {n_todo}"
                          if finished is not None else ""))
