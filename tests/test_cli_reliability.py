@@ -152,3 +152,24 @@ def test_two_signals_during_compare_out_exit_cleanly_and_leave_no_temporary(tmp_
     assert stderr.splitlines()[-1:] == ["uqzoo: interrupted"], stderr[-3000:]
     assert "Traceback" not in stderr and "Segmentation" not in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# -- bounded work ---------------------------------------------------------------------------------
+
+def test_compare_refuses_a_prediction_past_its_bound_naming_num_draws(capsys, monkeypatch):
+    import importlib
+    monkeypatch.setattr(uz.methods, "fit", _must_not_fit)
+    # 2**20 draws × 5,000 points × (181 + 60): the probe's run of more than 5 minutes
+    assert main(["compare", "--methods", "laplace", "--num-draws", "1048576",
+                 "--data-option", "n_test=5000", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lower num_draws (--num-draws)" in err, err
+    assert "1,048,576 draws × 5,000 test points" in err
+    compare_module = importlib.import_module("uqzoo.comparison.compare")
+    spec = uz.MLPSpec(5, 2)
+    assert compare_module._prediction_work({}, 1000, 5000, spec) < \
+        uz._limits.LONG_PREDICTION_WORK   # a default run shows no prediction bar
+
+
+def _must_not_fit(*args, **kwargs):
+    raise AssertionError("a fit started although the prediction was refused")

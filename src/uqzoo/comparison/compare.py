@@ -30,7 +30,7 @@ import pandas as pd
 from uqzoo import headline
 from uqzoo import methods as method_registry
 from uqzoo import shift as under_shift
-from uqzoo._limits import check_draws
+from uqzoo._limits import LONG_PREDICTION_WORK, MAX_PREDICTION_WORK, check_draws
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
 from uqzoo.errors import (
     ConvergenceWarning,
@@ -563,6 +563,17 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if class_weight is not None and not isinstance(class_weight, dict):
         check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
     _say_long_fits(options_of, spec, fit_data)
+    n_points = data.n_test * (1 + (0 if shifted is None else copies * len(shifted)))
+    work = {name: _prediction_work(options_of[name], num_draws, n_points, spec)
+            for name in names}
+    for name, estimate in work.items():
+        if estimate > MAX_PREDICTION_WORK:
+            raise InvalidInputError(
+                f"predicting {name} would take about {estimate:.2g} operations (S = "
+                f"{_draws_of(options_of[name], num_draws):,} draws × {n_points:,} test "
+                f"points × ({spec.n_params:,} parameters + 30 × {spec.n_classes} classes)), "
+                f"more than uqzoo's bound of {MAX_PREDICTION_WORK:.2g} (hours of work): "
+                f"lower num_draws (--num-draws), or evaluate on fewer test points")
     for name in names:          # a bad option is an error before any fit, not a failed row
         method_registry.make_config(name, **{k: v for k, v in options_of[name].items()
                                              if not isinstance(v, dict)})
@@ -601,7 +612,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                 rule = _conformal_rule(version, conformal_record, calibration, seed)
                 conformal_record["rules"][row_name] = rule
             report = evaluate(version, data, levels=levels, delta=delta, far=fars,
-                              interval=interval, perturbations=shifted, conformal=rule)
+                              interval=interval, perturbations=shifted, conformal=rule,
+                              progress_bar=bool(progress_bar)
+                              and work[name] > LONG_PREDICTION_WORK)
             posteriors[row_name], reports[row_name] = version, report
             # the row's name, not the report's method (a recalibrated row shares it)
             rows.append({**report.to_dict(), "method": row_name, "kind": kind,
@@ -654,6 +667,19 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       ranking_changes=changes, recalibration=recalibration,
                       settings=settings, scores=scores, fidelity=fidelity,
                       conformal=conformal_record, failed_fits=failed_fits)
+
+
+def _draws_of(options: Mapping[str, Any], num_draws: int) -> int:
+    """The most draws a method's options may make (its own count, or the budget)."""
+    own = [int(v) for k, v in options.items()
+           if k in ("num_samples", "num_members") and isinstance(v, (int, np.integer))]
+    return max([int(num_draws), *own])
+
+
+def _prediction_work(options: Mapping[str, Any], num_draws: int, n_points: int,
+                     spec: MLPSpec) -> int:
+    """Estimated operations of a method's predictive pass (see MAX_PREDICTION_WORK)."""
+    return _draws_of(options, num_draws) * n_points * (spec.n_params + 30 * spec.n_classes)
 
 
 def _fit_failure(name: str, exc: Exception) -> str:
