@@ -140,7 +140,7 @@ def test_two_signals_during_compare_out_exit_cleanly_and_leave_no_temporary(tmp_
         for sig in signals:
             child.send_signal(sig)
             time.sleep(0.05)
-        stdout, stderr = child.communicate(timeout=120)
+        _, stderr = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             child.kill()
@@ -173,3 +173,24 @@ def test_compare_refuses_a_prediction_past_its_bound_naming_num_draws(capsys, mo
 
 def _must_not_fit(*args, **kwargs):
     raise AssertionError("a fit started although the prediction was refused")
+
+
+# -- messages -------------------------------------------------------------------------------------
+
+def test_an_all_full_conformal_set_says_why_in_the_verdict_and_the_report(tmp_path):
+    # Mondrian calibration on 3 to 7 points per class: every level-0.9 set holds all 3 labels
+    data = uz.datasets.load("sim-teacher", n_train=75, n_test=60, n_classes=3, seed=0)
+    assert data.n_classes == 3
+    result = uz.compare(data, ["laplace"], conformal=0.9, conformal_mondrian=True,
+                        configs={"laplace": {"num_epochs": 30, "num_samples": 20}},
+                        progress_bar=False)
+    rule = result.conformal["rules"]["laplace"]
+    assert rule.full_set_classes == (0, 1, 2)
+    text = " ".join(uz.report.verdict(result).sentences)
+    counts = ", ".join(f"{k}: {int(n)}" for k, n in enumerate(rule.class_counts))
+    assert max(rule.class_counts) < 9
+    assert (f"every set holds all labels: too few calibration points per class ({counts}) "
+            "for a finite threshold at level 0.9, which needs at least 9 per class") in text, \
+        text
+    page = uz.write_report(result, tmp_path / "report.html", data=data).read_text()
+    assert "every set holds all labels: too few calibration points per class" in page
