@@ -115,7 +115,15 @@ def test_fit_then_evaluate(tmp_path, capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["compare", "--methods", "nope"], "method must be one of"),
     (["compare", "--levels", "0.8,abc"], "--levels"),
-    (["compare", "--levels", "1.5"], "levels entry must lie in (0.0, 1.0)"),
+    (["compare", "--levels", "1.5"], "--levels must be comma-separated credible levels, "
+                                     "each a number in (0, 1)"),
+    (["compare", "--levels", "nan"], "--levels must be comma-separated credible levels, "
+                                     "each a number in (0, 1) such as 0.8,0.95, got 'nan'"),
+    (["compare", "--delta", "inf"], "--delta must be a number in (0, 0.5) (the High "
+                                    "Confidence Set's threshold δ, e.g. 0.2), got inf"),
+    (["compare", "--methods", ""], "--methods must name at least one method"),
+    (["compare", "--hidden", "1000000,1000000"], "1,000,008,000,001 parameters"),
+    (["compare", "--hidden", "100000,100000"], "uqzoo allows at most 16,777,216"),
     (["compare", "--set", "foo=1"], "--set must look like method.option=value"),
     (["compare", "--methods", "ensemble", "--set", "ensemble.bogus=1", *SMALL_DATA],
      "unknown option(s) ['bogus']"),

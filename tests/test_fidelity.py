@@ -174,7 +174,7 @@ def test_bad_input_is_refused():
         fidelity(post, ref, np.zeros((0, 4)))
     with pytest.raises(InvalidInputError, match="n_classes"):
         fidelity(stand_in(uz.MLPSpec(4, 3, hidden=(5, 5)), 1, 40, method="swag"), ref, X)
-    with pytest.raises(InvalidInputError, match="different training data"):
+    with pytest.raises(InvalidInputError, match="fitted on other training data"):
         fidelity(stand_in(spec, 1, 40, fingerprint="sha256:" + "1" * 64), ref, X)
     with pytest.raises(InvalidInputError, match="no fidelity score 'nll'"):
         fidelity(post, ref, X)["nll"]

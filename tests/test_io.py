@@ -131,6 +131,10 @@ class _RecordingOs:
         self.events.append("replace")
         return os.replace(src, dst)
 
+    def link(self, src, dst, **kwargs):
+        self.events.append("link")
+        return os.link(src, dst, **kwargs)
+
     def __getattr__(self, name):
         return getattr(os, name)
 
@@ -149,7 +153,7 @@ def test_failed_save_leaves_the_existing_file_intact(fitted, tmp_path, monkeypat
     before = path.read_bytes()
     monkeypatch.setattr(_files, "os", _FailingOs(exc))
     with pytest.raises(raised, match=needle) as info:
-        fitted["mfvi"].save(path)
+        fitted["mfvi"].save(path, overwrite=True)
     monkeypatch.undo()
     if raised is OutputPathError:
         assert str(path) in str(info.value) and isinstance(info.value, OSError)
@@ -185,7 +189,7 @@ post = uz.Posterior(spec=spec, method="x", config={}, seed=0,
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 try:
-    post.save(sys.argv[1])
+    post.save(sys.argv[1], overwrite=True)
 except OutputPathError as exc:
     print("OutputPathError:", exc)
 import gc
@@ -214,6 +218,14 @@ def test_save_flushes_the_file_before_the_rename_and_the_folder_after(fitted, tm
     recorder = _RecordingOs()
     monkeypatch.setattr(_files, "os", recorder)
     fitted["mfvi"].save(tmp_path / "post.nc")
+    monkeypatch.undo()
+    events = [e for i, e in enumerate(recorder.events) if e != "write" or
+              recorder.events[i - 1:i] != ["write"]]
+    # a new file is hard-linked into place (never over another), a file replaced renamed
+    assert events == ["write", "fsync file", "link", "fsync dir"]
+    recorder.events.clear()
+    monkeypatch.setattr(_files, "os", recorder)
+    fitted["mfvi"].save(tmp_path / "post.nc", overwrite=True)
     monkeypatch.undo()
     events = [e for i, e in enumerate(recorder.events) if e != "write" or
               recorder.events[i - 1:i] != ["write"]]
@@ -247,18 +259,20 @@ def test_a_255_byte_name_can_be_saved_and_a_longer_one_is_a_clear_error(fitted, 
         fitted["mfvi"].save(tmp_path / ("p" + name))
 
 
-def test_a_symlink_is_followed_and_its_target_rewritten(fitted, tmp_path):
+def test_a_symlink_is_refused_and_its_target_left_as_it_is(fitted, tmp_path):
     real = tmp_path / "real.nc"
     fitted["hmc"].save(real)
+    before = real.read_bytes()
     link = tmp_path / "link.nc"
     link.symlink_to(real)
-    fitted["mfvi"].save(link)
-    assert link.is_symlink() and link.resolve() == real
-    assert_identical(fitted["mfvi"], uz.load_posterior(real))
+    with pytest.raises(OutputPathError, match="is a symbolic link to"):
+        fitted["mfvi"].save(link, overwrite=True)
+    assert link.is_symlink() and real.read_bytes() == before
     dangling = tmp_path / "dangling.nc"
     dangling.symlink_to(tmp_path / "created.nc")
-    fitted["mfvi"].save(dangling)
-    assert dangling.is_symlink() and (tmp_path / "created.nc").is_file()
+    with pytest.raises(OutputPathError, match="is a symbolic link to"):
+        fitted["mfvi"].save(dangling)
+    assert dangling.is_symlink() and not (tmp_path / "created.nc").exists()
 
 
 def test_a_directory_or_fifo_is_never_replaced(fitted, tmp_path):
@@ -267,7 +281,7 @@ def test_a_directory_or_fifo_is_never_replaced(fitted, tmp_path):
     with pytest.raises(OutputPathError, match="is a directory"):
         fitted["mfvi"].save(folder)
     (tmp_path / "to_folder.nc").symlink_to(folder)
-    with pytest.raises(OutputPathError, match="is a directory"):
+    with pytest.raises(OutputPathError, match="is a symbolic link"):
         fitted["mfvi"].save(tmp_path / "to_folder.nc")
     fifo = tmp_path / "fifo.nc"
     os.mkfifo(fifo)
@@ -292,7 +306,7 @@ def test_an_existing_file_keeps_its_mode(fitted, tmp_path):
     path = tmp_path / "post.nc"
     fitted["hmc"].save(path)
     os.chmod(path, 0o640)
-    fitted["mfvi"].save(path)
+    fitted["mfvi"].save(path, overwrite=True)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     assert_identical(fitted["mfvi"], uz.load_posterior(path))
 
@@ -303,7 +317,7 @@ def test_a_read_only_file_is_not_overwritten(fitted, tmp_path):
     os.chmod(path, 0o444)
     before = path.read_bytes()
     with pytest.raises(OutputPathError, match=r"read-only \(mode 0444\)"):
-        fitted["mfvi"].save(path)
+        fitted["mfvi"].save(path, overwrite=True)
     assert path.read_bytes() == before and stat.S_IMODE(os.stat(path).st_mode) == 0o444
 
 
@@ -325,7 +339,7 @@ class Os:
         return getattr(os, name)
 
 _files.os = Os()
-post.save(sys.argv[1])
+post.save(sys.argv[1], overwrite=True)
 """
 
 
@@ -352,7 +366,7 @@ def test_temporaries_of_a_save_killed_with_sigkill_are_removed_by_the_next_save(
     orphan = tmp_path / left[0]
     # A save right away keeps the temporary: it could belong to a writer on another
     # machine sharing the folder. Once it is a minute old and its pid is gone, it goes.
-    fitted["mfvi"].save(path)
+    fitted["mfvi"].save(path, overwrite=True)
     assert _temporaries(tmp_path) == left
     an_hour_ago = time.time() - 3600
     os.utime(orphan, (an_hour_ago, an_hour_ago))
@@ -362,7 +376,7 @@ def test_temporaries_of_a_save_killed_with_sigkill_are_removed_by_the_next_save(
     for keep in (live, other):
         keep.write_bytes(b"x")
         os.utime(keep, (an_hour_ago, an_hour_ago))
-    fitted["mfvi"].save(path)
+    fitted["mfvi"].save(path, overwrite=True)
     assert _temporaries(tmp_path) == sorted([live.name, other.name])
     assert_identical(fitted["mfvi"], uz.load_posterior(path))
 
@@ -371,7 +385,7 @@ def test_concurrent_saves_to_one_path_leave_one_whole_file(fitted, tmp_path):
     path = tmp_path / "post.nc"
     posts = [fitted["hmc"], fitted["mfvi"]] * 4
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda post: post.save(path), posts))
+        list(pool.map(lambda post: post.save(path, overwrite=True), posts))
     loaded = uz.load_posterior(path)
     assert loaded.method in ("hmc", "mfvi")
     assert_identical(fitted[loaded.method], loaded)

@@ -64,18 +64,26 @@ def _fit_must_not_start(*args, **kwargs):
 
 
 @pytest.mark.parametrize("method, options, needle", [
-    ("ensemble", {"num_members": 2}, "num_members = 2 parameter vectors of"),
-    ("mc_dropout", {"num_samples": 10}, "num_samples = 10 parameter vectors of"),
-    ("laplace", {"num_samples": 10}, "num_samples = 10 parameter vectors of"),
-    ("swag", {"num_samples": 10}, "num_samples = 10 parameter vectors of"),
+    ("ensemble", {"num_members": 100}, "num_members = 100 parameter vectors of"),
+    ("mc_dropout", {"num_samples": 100}, "num_samples = 100 parameter vectors of"),
+    ("laplace", {"num_samples": 100}, "num_samples = 100 parameter vectors of"),
+    ("swag", {"num_samples": 100}, "num_samples = 100 parameter vectors of"),
 ])
 def test_draws_too_large_for_memory_are_refused_before_training(method, options, needle):
-    # 3 -> 60000 -> 60000 -> 1: 3.6e9 parameters, 13 GiB per float32 draw
-    spec = uz.MLPSpec(3, 2, hidden=(60_000, 60_000))
+    # 3 -> 4000 -> 4000 -> 1: 1.6e7 parameters (within the spec's bound), 64 MiB per
+    # float32 draw: 100 draws are 6 GiB
+    spec = uz.MLPSpec(3, 2, hidden=(4_000, 4_000))
     with mock.patch("uqzoo.methods._trainer.fit_members", _fit_must_not_start):
         with pytest.raises(uz.InvalidInputError) as info:
             uz.fit(method, spec, _small_data(), seed=0, progress_bar=False, **options)
     assert needle in str(info.value) and "GiB" in str(info.value)
+
+
+def test_a_network_beyond_the_parameter_bound_is_refused_before_allocating():
+    # 3 -> 60000 -> 60000 -> 1: 3.6e9 parameters, 13 GiB per float32 draw
+    with pytest.raises(uz.InvalidInputError, match=r"3,600,360,001 parameters .* at most "
+                                                   r"16,777,216 \(2\*\*24\)"):
+        uz.MLPSpec(3, 2, hidden=(60_000, 60_000))
 
 
 def _small_data():

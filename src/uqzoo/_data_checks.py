@@ -42,6 +42,20 @@ MAX_CLASS_WEIGHT = 100.0
 _FALSE_ALARMS_NEEDED = 10
 
 
+def training_fingerprint(X_train: np.ndarray, y_train: np.ndarray, n_classes: int) -> str:
+    """``"sha256:"`` and the SHA-256 of training inputs (float32), labels and class count:
+    which data a posterior was fitted on (see :func:`uqzoo.reference.data_fingerprint`)."""
+    import hashlib
+
+    X = np.ascontiguousarray(X_train, dtype=np.float32)
+    y = np.ascontiguousarray(y_train, dtype=np.int64)
+    digest = hashlib.sha256(b"uqzoo-data-fingerprint-v1\0")
+    digest.update(f"{X.shape}|{y.shape}|{n_classes}\0".encode())
+    digest.update(X.tobytes())
+    digest.update(y.tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
 def _name(k: int, class_names: Sequence[str] | None) -> str:
     return f"class {k}" if not class_names else f"class {k} ({class_names[k]})"
 

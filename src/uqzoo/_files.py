@@ -25,7 +25,7 @@ from pathlib import Path
 
 from uqzoo.errors import InvalidTypeError, OutputPathError
 
-__all__ = ["check_output_file", "check_output_folder", "staged_folder",
+__all__ = ["check_output_file", "check_output_folder", "refuse_link", "staged_folder",
            "write_file_atomically"]
 
 # Temporaries of our saves: a fixed short prefix with the writer's pid, so a
@@ -136,9 +136,59 @@ def _check_name_length(target: Path, what: str, given: Path) -> None:
                             f"file system allows at most {name_max}")
 
 
+def _overwrite_option(what: str) -> str:
+    """How the user says "replace it": the flag on the command line, else the keyword."""
+    return "--overwrite" if what.startswith("--") else "overwrite=True"
+
+
+def refuse_link(path: object, what: str = "path") -> Path:
+    """Refuse a symbolic link at the final component of ``path``, naming its target.
+
+    A write through a link would change the file it points to -- a file the
+    user never named (as root, a system file). Links in the folders above are
+    followed: only the final component is what the user asks to be written.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    what : str
+        How the path is named in error messages (``"path"``, ``"--out"``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, unchanged.
+
+    Raises
+    ------
+    OutputPathError
+        If ``path`` is a symbolic link (dangling or not).
+    """
+    given = _as_path(path, what)
+    try:
+        st = os.lstat(given)
+    except (FileNotFoundError, NotADirectoryError):
+        return given
+    except OSError as exc:
+        raise _os_failure(exc, "inspect", given) from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            points_to = os.readlink(given)
+        except OSError:
+            points_to = "?"
+        raise _output_error(f"{what} {str(given)!r} is a symbolic link to {points_to!r}; uqzoo "
+                            f"never writes through a link: name a file itself (remove the "
+                            f"link, or give its target's path)", filename=str(given))
+    return given
+
+
 def check_output_file(path: object, what: str = "path", *,
-                      example: str = "posterior.nc") -> Path:
+                      example: str = "posterior.nc", overwrite: bool = False) -> Path:
     """Check that a file can be written at ``path``, before any work is done.
+
+    The rule of every file uqzoo writes: a symbolic link at ``path`` is
+    refused (never followed), and an existing file is replaced only with
+    ``overwrite`` (``--overwrite`` on the command line).
 
     Parameters
     ----------
@@ -148,18 +198,22 @@ def check_output_file(path: object, what: str = "path", *,
     example : str
         The file name suggested when ``path`` is a directory (``"report.html"``
         for a report).
+    overwrite : bool
+        Allow replacing an existing regular file.
 
     Returns
     -------
     pathlib.Path
-        The file that will be written: ``path`` with symlinks resolved.
+        The file that will be written: ``path`` with the links of its folders
+        resolved (never a link itself).
 
     Raises
     ------
     OutputPathError
         If the folder is missing, not a folder or not writable, the name is too
-        long, or ``path`` is a directory, a device, a FIFO or a socket, or an
-        existing read-only file.
+        long, or ``path`` is a symbolic link, a directory, a device, a FIFO or a
+        socket, an existing file without ``overwrite``, or an existing
+        read-only file.
     InvalidTypeError
         If ``path`` is not a str or os.PathLike.
 
@@ -176,6 +230,8 @@ def check_output_file(path: object, what: str = "path", *,
     """
     given = _as_path(path, what)
     _check_name_length(given, what, given)
+    refuse_link(given, what)
+    overwrite = _check_overwrite(overwrite)
     try:
         is_dir = stat.S_ISDIR(os.stat(given).st_mode)
     except (FileNotFoundError, NotADirectoryError):
@@ -185,21 +241,31 @@ def check_output_file(path: object, what: str = "path", *,
     if is_dir:
         raise _output_error(f"{what} {str(given)!r} is a directory; give a file path "
                             f"such as {str(given / example)!r}")
-    target = Path(os.path.realpath(given))
+    # The folders' links resolved, the final component kept (it is no link).
+    target = Path(os.path.realpath(given.parent)) / given.name
     _check_folder(target.parent, what, given)
     _check_name_length(target, what, given)
-    _check_replaceable(target, what, given)
+    _check_replaceable(target, what, given, overwrite)
     return target
 
 
-def _check_replaceable(target: Path, what: str, given: Path) -> os.stat_result | None:
-    """The existing file at ``target`` (or None): a regular, writable file."""
+def _check_overwrite(overwrite: object) -> bool:
+    if not isinstance(overwrite, bool):
+        raise InvalidTypeError(f"overwrite must be True or False, got {overwrite!r}")
+    return overwrite
+
+
+def _check_replaceable(target: Path, what: str, given: Path,
+                       overwrite: bool) -> os.stat_result | None:
+    """The existing file at ``target`` (or None): a regular, writable file we may replace."""
     try:
         st = os.lstat(target)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise _os_failure(exc, "inspect", given) from None
+    if stat.S_ISLNK(st.st_mode):
+        refuse_link(target, what)
     if not stat.S_ISREG(st.st_mode):
         raise _output_error(f"{what} {str(given)!r} is {_kind_of(st.st_mode)}; uqzoo only "
                             f"replaces regular files", filename=str(target))
@@ -210,6 +276,10 @@ def _check_replaceable(target: Path, what: str, given: Path) -> os.stat_result |
         raise _output_error(f"{what} {str(given)!r} is {state} (mode "
                             f"{stat.S_IMODE(st.st_mode):04o}); make it writable or remove it "
                             f"to replace it", filename=str(target))
+    if not overwrite:
+        raise _output_error(f"{what} {str(given)!r} exists; uqzoo replaces a file only when "
+                            f"asked: pass {_overwrite_option(what)}, or choose a new name",
+                            filename=str(target))
     return st
 
 
@@ -229,17 +299,20 @@ def check_output_folder(path: object, *, overwrite: bool = False,
     Returns
     -------
     pathlib.Path
-        The folder, symlinks resolved.
+        The folder, the links of its parents resolved (never a link itself).
 
     Raises
     ------
     OutputPathError
-        If ``path`` is a file, a non-empty folder without ``overwrite``, or its
-        parent is missing or not writable, or the name is too long.
+        If ``path`` is a symbolic link, a file, a non-empty folder without
+        ``overwrite``, or its parent is missing or not writable, or the name is
+        too long.
     """
     given = _as_path(path, what)
     _check_name_length(given, what, given)
-    target = Path(os.path.realpath(given))
+    refuse_link(given, what)
+    overwrite = _check_overwrite(overwrite)
+    target = Path(os.path.realpath(given.parent)) / given.name
     try:
         st = os.lstat(target)
     except FileNotFoundError:
@@ -322,8 +395,13 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
-                          what: str = "path") -> Path:
+                          what: str = "path", *, overwrite: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically and durably (see the module docstring).
+
+    The one writer of every file uqzoo writes for a user. A symbolic link at
+    ``path`` is refused; an existing file is replaced (the path itself, by
+    rename) only with ``overwrite``; without it the new file is linked into
+    place, which fails rather than replace a file that appeared meanwhile.
 
     Parameters
     ----------
@@ -331,11 +409,13 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
     data : bytes-like
     what : str
         How the path is named in error messages.
+    overwrite : bool
+        Replace an existing regular file (``--overwrite`` on the command line).
 
     Returns
     -------
     pathlib.Path
-        The file written (symlinks resolved).
+        The file written (the links of its folders resolved).
 
     Raises
     ------
@@ -351,11 +431,11 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
     >>> write_file_atomically(folder / "notes.txt", b"hello").read_bytes()
     b'hello'
     """
-    target = check_output_file(path, what)
+    target = check_output_file(path, what, overwrite=overwrite)
     folder = target.parent
     _remove_stale_temporaries(folder)
     given = _as_path(path, what)
-    existing = _check_replaceable(target, what, given)
+    existing = _check_replaceable(target, what, given, overwrite)
     mode = (stat.S_IMODE(existing.st_mode) if existing is not None
             else 0o666 & ~_umask())
     try:
@@ -378,8 +458,9 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
         finally:
             os.close(fd)
         # The target may have changed since it was checked.
-        _check_replaceable(target, what, given)
-        os.replace(tmp, target)
+        _check_replaceable(target, what, given, overwrite)
+        if overwrite or not _link_into_place(tmp, target, what, given):
+            os.replace(tmp, target)     # replaces the path (a link there: the link)
     except BaseException as exc:      # Ctrl-C too: never leave the temporary behind
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -391,6 +472,25 @@ def write_file_atomically(path: object, data: bytes | bytearray | memoryview,
     except OSError as exc:
         raise _os_failure(exc, "flush the folder of", target) from exc
     return target
+
+
+def _link_into_place(tmp: str, target: Path, what: str, given: Path) -> bool:
+    """Publish ``tmp`` at ``target`` only if nothing is there (a hard link never
+    replaces); False where the file system has no hard links (then the caller
+    renames, after its own check)."""
+    try:
+        os.link(tmp, target, follow_symlinks=False)
+    except FileExistsError:
+        raise _output_error(f"{what} {str(given)!r} appeared while uqzoo wrote it; it was "
+                            f"left as it is (pass {_overwrite_option(what)} to replace it)",
+                            filename=str(target)) from None
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV,
+                         errno.EMLINK, errno.ENOSYS):
+            return False
+        raise
+    os.unlink(tmp)
+    return True
 
 
 @contextlib.contextmanager

@@ -48,6 +48,18 @@ MAX_TRACE_ELEMENTS = 2**28
 # memory (and the file it saves to) stay under 4 GiB.
 MAX_DRAW_BYTES = 2**32
 
+# Work of one method's predictive pass in a comparison, estimated as
+# S draws × N points × (P parameters + 30 K): the forward pass's multiply-adds
+# plus the per-point interval quantiles over S (a sort, about log2 S ≤ 20
+# steps per class, with a margin). 2**40 (1.1e12) is some minutes on a laptop's
+# cores; a full default run (1,000 draws) stays below it up to ~100,000 test
+# points of a 10-wide network on 1,000 features. Prediction memory is bounded
+# by chunking (O(S × chunk)), so time, not memory, is what this caps.
+MAX_PREDICTION_WORK = 2**40
+# Above this estimate (about ten seconds) a comparison shows a progress bar
+# while it predicts.
+LONG_PREDICTION_WORK = 2**34
+
 # Entries of one dense float64 matrix a fit builds (Laplace's full GGN
 # precision, P × P): 2**28 entries are 2 GiB, and its Cholesky factor and
 # inverse need as much again each.

@@ -42,6 +42,12 @@ fills a temporary sibling folder and renames it to DIR at the end, so an
 interrupted or failed run leaves nothing half-written; an existing non-empty DIR
 is replaced only with ``--overwrite``. Ctrl-C ends with one line and exit
 status 130.
+
+Exit status: 0 success; 1 from ``compare`` when a method's fit failed (it is a
+row marked FAILED with its reason; the other methods are reported and
+written), from ``reference`` when the gate is not met, from ``study run`` when
+a task failed; 2 a bad argument or unusable file (one line); 130 Ctrl-C
+(143 a termination signal).
 """
 
 from __future__ import annotations
@@ -65,6 +71,9 @@ from uqzoo.errors import ConvergenceWarning, DataWarning, SlowFitWarning, UqzooE
 DEFAULT_DATASET = "sim-teacher"
 # The printed table's width: a terminal of 120 columns shows it unwrapped.
 TABLE_WIDTH = 120
+# compare's exit status when some method's fit failed (the others are reported);
+# as `study run` when a task failed.
+EXIT_METHOD_FAILED = 1
 
 
 def _parse_value(text: str) -> Any:
@@ -86,10 +95,20 @@ def _parse_options(items: list[str] | None, what: str) -> dict[str, Any]:
 
 def _parse_levels(text: str) -> tuple[float, ...]:
     try:
-        return tuple(float(t) for t in text.split(","))
+        levels = tuple(float(t) for t in text.split(","))
     except ValueError:
-        raise UqzooError(
-            f"--levels must be comma-separated numbers in (0, 1), got {text!r}") from None
+        levels = (math.nan,)
+    if not all(0.0 < level < 1.0 for level in levels):     # nan and inf fail this too
+        raise UqzooError(f"--levels must be comma-separated credible levels, each a number "
+                         f"in (0, 1) such as 0.8,0.95, got {text!r}")
+    return levels
+
+
+def _check_delta(delta: float) -> float:
+    if not 0.0 < delta < 0.5:                                # nan and inf fail this too
+        raise UqzooError(f"--delta must be a number in (0, 0.5) (the High Confidence Set's "
+                         f"threshold δ, e.g. 0.2), got {delta!r}")
+    return delta
 
 
 # Options of a data set read from a file: flag -> (keyword, converter, file kinds).
@@ -300,6 +319,8 @@ def _cmd_compare(args) -> int:
     for note in [w for w in (next(iter(result.reports.values())).warnings if shared else ())
                  if w in shared]:
         print(f"\nnote on the data: {note}")
+    for name, reason in result.failed_fits.items():
+        print(f"\nFAILED {name} (fit): {reason}")
     for name, report in result.reports.items():
         own = [w for w in report.warnings if w not in shared]
         for failure in report.failures:
@@ -317,7 +338,8 @@ def _cmd_compare(args) -> int:
             print(f"\nnote: {note}")
     if args.out is not None:
         _write_compare_outputs(args, config_text, result, data)
-    return 0
+    # the other methods' results are reported; the status says one failed
+    return EXIT_METHOD_FAILED if result.failed_fits else 0
 
 
 def _closeness_text(result) -> str:
@@ -443,6 +465,14 @@ def _compare_config(args):
     recalibrate = _recalibration(args)
     conformal = _conformal(args)
     reference = _reference(args)
+    if args.methods is not None and not args.methods.strip():
+        # '' once meant "all methods": leaving --methods out says that
+        from uqzoo import methods as registry
+        raise UqzooError(f"--methods must name at least one method "
+                         f"({', '.join(registry.names())}), got ''; leave --methods out to "
+                         "compare them all")
+    _check_delta(args.delta)
+    _parse_levels(args.levels)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
     configs: dict[str, dict[str, Any]] = {}
@@ -653,14 +683,21 @@ def _save_plots(reports, data, out: Path, comparison=None) -> None:
 def _cmd_fit(args) -> int:
     from uqzoo import methods as registry
     from uqzoo.io import check_output_file
-    check_output_file(args.out, what="--out")      # before the fit, not after it
+    # before the fit, not after it
+    check_output_file(args.out, what="--out", overwrite=args.overwrite)
     data = _load_data(args)
     post = registry.fit(args.method, _spec(args, data), data, seed=args.seed,
                         progress_bar=not args.no_progress,
                         **_parse_options(args.set, "--set"))
-    post.save(args.out)
+    _save_posterior(post, args)
     print(f"{post!r}\nsaved to {args.out}")
     return 0
+
+
+def _save_posterior(post, args) -> None:
+    from uqzoo.io import save_posterior
+    # errors name --out and --overwrite, the flags the user types
+    save_posterior(post, args.out, overwrite=args.overwrite, what="--out")
 
 
 def _cmd_evaluate(args) -> int:
@@ -668,14 +705,16 @@ def _cmd_evaluate(args) -> int:
     from uqzoo.io import check_output_file, write_file_atomically
     from uqzoo.posterior import load_posterior
     if args.out is not None:
-        check_output_file(args.out, what="--out", example="metrics.csv")
+        check_output_file(args.out, what="--out", example="metrics.csv",
+                          overwrite=args.overwrite)
     post = load_posterior(args.posterior)
     data = _load_data(args)
-    report = evaluate(post, data, levels=_parse_levels(args.levels), delta=args.delta)
+    report = evaluate(post, data, levels=_parse_levels(args.levels),
+                      delta=_check_delta(args.delta))
     print(report.summary())
     if args.out is not None:
         write_file_atomically(args.out, report.table.to_csv(index=False).encode(),
-                              what="--out")
+                              what="--out", overwrite=args.overwrite)
         print(f"wrote {args.out}")
     return 0
 
@@ -684,7 +723,8 @@ def _cmd_reference(args) -> int:
     from uqzoo.io import check_output_file
     from uqzoo.reference import reference_gate, reference_posterior
 
-    check_output_file(args.out, what="--out")      # before the run, not after it
+    # before the run, not after it
+    check_output_file(args.out, what="--out", overwrite=args.overwrite)
     data = _load_data(args)
     with warnings.catch_warnings():
         # The gate's verdict is printed below; the warnings would repeat it.
@@ -693,7 +733,7 @@ def _cmd_reference(args) -> int:
                                   max_divergence_rate=args.max_divergence_rate,
                                   progress_bar=not args.no_progress,
                                   **_parse_options(args.set, "--set"))
-    ref.save(args.out)
+    _save_posterior(ref, args)
     gate = reference_gate(ref)
     print(f"{ref!r}\nR-hat max {gate.rhat_max:.4f}, bulk ESS min {gate.ess_bulk_min:.0f}, "
           f"tail ESS min {gate.ess_tail_min:.0f}, divergence rate {gate.divergence_rate:.2g}")
@@ -845,7 +885,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="uqzoo", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
 
-    p = sub.add_parser("compare", help="fit methods on a dataset and compare their UQ")
+    p = sub.add_parser("compare", help="fit methods on a dataset and compare their UQ",
+                       epilog="exit status: 0 all fitted; 1 a method's fit failed (its row "
+                              "says why; the others are reported); 2 a bad argument; "
+                              "130 interrupted")
     _add_compare_args(p)
     p.set_defaults(func=_cmd_compare)
 
@@ -855,6 +898,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_net_args(p)
     p.add_argument("--set", action="append", metavar="OPTION=VALUE", help="a method option")
     p.add_argument("--out", required=True, help="path of the posterior file (.nc)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("evaluate", help="evaluate a saved posterior on a dataset's test split")
@@ -863,6 +908,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--levels", default="0.5,0.8,0.9,0.95")
     p.add_argument("--delta", type=float, default=0.2)
     p.add_argument("--out", help="write the tidy metrics table to this CSV")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.set_defaults(func=_cmd_evaluate)
 
     from uqzoo.reference import DIVERGENCE_RATE_MAX, REFERENCE_OPTIONS  # light: no torch
@@ -879,6 +926,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"divergent kept transitions allowed per draw (default "
                         f"{DIVERGENCE_RATE_MAX:g})")
     p.add_argument("--out", required=True, help="path of the reference file (.nc)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.set_defaults(func=_cmd_reference)
 
     sub.add_parser("datasets", help="list dataset names").set_defaults(func=_cmd_datasets)
@@ -911,8 +960,62 @@ def _notices_as_lines():
         yield
 
 
+class _Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM), unwound as Ctrl-C is."""
+
+
+def _on_signal(signum, frame) -> None:
+    """The first SIGINT or SIGTERM: unwind (removing staged outputs on the way); any
+    further one is ignored, so that it cannot break that clean-up half-way."""
+    import signal
+    for each in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(each, signal.SIG_IGN)
+    raise KeyboardInterrupt if signum == signal.SIGINT else _Interrupted
+
+
+def _install_signal_handlers() -> bool:
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    for each in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(each, _on_signal)
+    return True
+
+
+def _exit_now(status: int) -> None:
+    """End the process at once after an interrupt: the interpreter's own shutdown
+    (JAX/XLA threads, atexit handlers) is what crashed or printed tracebacks when a
+    second signal arrived during it; every output is complete or removed by now."""
+    import os
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C)."""
+    """Run the command line; returns the exit status (0, 2 on bad input, 130 on Ctrl-C).
+
+    Run as the ``uqzoo`` command (``argv`` None), a first SIGINT or SIGTERM
+    unwinds the command -- staged outputs are removed -- with further signals
+    ignored, prints one line and ends the process at once with 130 (SIGINT) or
+    143 (SIGTERM), skipping the interpreter's shutdown.
+    """
+    command_line = argv is None and _install_signal_handlers()
+    try:
+        status = _main(argv)
+    except KeyboardInterrupt as exc:
+        # Outputs are staged, so nothing half-written is left; 130 = 128 + SIGINT,
+        # the shell's convention for a run stopped by Ctrl-C (143: SIGTERM).
+        print("uqzoo: interrupted", file=sys.stderr)
+        status = 143 if isinstance(exc, _Interrupted) else 130
+        if command_line:
+            _exit_now(status)
+    return status
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
         argv = sys.argv[1:] if argv is None else list(argv)
@@ -928,11 +1031,6 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"uqzoo: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        # Outputs are staged, so nothing half-written is left; 130 = 128 + SIGINT,
-        # the shell's convention for a run stopped by Ctrl-C.
-        print("uqzoo: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -440,11 +440,16 @@ def fidelity(posterior: Posterior, reference: Posterior, X: object, *,
     if not isinstance(posterior, Posterior):
         raise InvalidTypeError(f"posterior must be a uqzoo.Posterior, got {_show(posterior)}")
     check_reference(reference, data, require_gate=require_gate)
+    # Every fit records the training data it saw (files from before that carry
+    # none, and are scored as they are).
     theirs = posterior.diagnostics.get("data_fingerprint")
-    if isinstance(theirs, str) and theirs != reference.diagnostics["data_fingerprint"]:
+    ours = reference.diagnostics["data_fingerprint"]
+    if isinstance(theirs, str) and theirs != ours:
         raise InvalidInputError(
-            "posterior and reference were sampled on different training data (their "
-            "recorded data fingerprints differ)")
+            f"posterior was fitted on other training data (fingerprint {theirs[:19]}...) "
+            f"than the reference was sampled on ({ours[:19]}...); fidelity compares two "
+            f"posteriors of the same data: fit the {posterior.method} posterior on the "
+            f"reference's data")
     for attr in ("in_features", "n_classes"):
         if getattr(posterior.spec, attr) != getattr(reference.spec, attr):
             raise InvalidInputError(

@@ -25,7 +25,13 @@ What a save guarantees
 - **Clean.** On any error, Ctrl-C included, the temporary file is removed.
   Temporaries that a killed save left behind are removed by the next save into
   that folder, once their writer process is gone and they are a minute old.
-- **Polite.** A symlink is followed and its target rewritten. Anything that is
+- **Never through a link, never over a file unasked.** A symbolic link at the
+  path is refused (naming the link and its target), never followed; an
+  existing file is replaced only with ``overwrite=True`` (``--overwrite``), and
+  then the path itself is replaced, by rename. Without ``overwrite`` the new
+  file is hard-linked into place, so a file that appears meanwhile is not
+  replaced either.
+- **Polite.** Anything that is
   not a regular file (a directory, device, FIFO, socket) is never replaced. A
   new file gets the permissions the umask gives (``0o666 & ~umask``); an
   existing file keeps its mode. A read-only existing file (no write permission)
@@ -198,7 +204,7 @@ def to_datatree(posterior) -> xr.DataTree:
 
 # -- output paths: checked before any work, written atomically ------------------------------
 
-def save_posterior(posterior, path) -> None:
+def save_posterior(posterior, path, *, overwrite: bool = False, what: str = "path") -> None:
     """Write ``posterior`` to ``path`` (netCDF4/HDF5), atomically and durably.
 
     The tree is serialised in memory (so HDF5 never sees a failing disk; this
@@ -206,19 +212,29 @@ def save_posterior(posterior, path) -> None:
     written to a short-named temporary file in the same folder, flushed, and
     renamed over ``path``; see the module docstring for the guarantees.
 
+    Parameters
+    ----------
+    posterior : Posterior
+    path : str or os.PathLike
+    overwrite : bool
+        Replace an existing file at ``path``.
+    what : str
+        How the path is named in error messages (``"--out"`` on the command line).
+
     Raises
     ------
     OutputPathError
-        If ``path`` cannot be written (missing or read-only folder, a directory
-        or device at ``path``, a read-only file, a full disk, ...). Any earlier
-        file at ``path`` is then intact.
+        If ``path`` cannot be written (missing or read-only folder, a symbolic
+        link, a directory or device at ``path``, an existing file without
+        ``overwrite``, a read-only file, a full disk, ...). Any earlier file at
+        ``path`` is then intact.
     """
-    target = check_output_file(path)
+    target = check_output_file(path, what, overwrite=overwrite)
     # Serialising to memory first keeps HDF5 away from a failing disk: a full
     # disk while h5netcdf wrote the file left a half-closed HDF5 handle whose
     # close() at garbage collection crashed the interpreter.
     data = to_datatree(posterior).to_netcdf(engine=_ENGINE)
-    write_file_atomically(target, data)
+    write_file_atomically(target, data, what, overwrite=overwrite)
 
 
 # -- loading: the structure is checked before any data is read -------------------------------

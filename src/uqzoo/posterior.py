@@ -242,14 +242,21 @@ class Posterior:
 
     # -- persistence ------------------------------------------------------------------
 
-    def save(self, path) -> None:
+    def save(self, path, *, overwrite: bool = False) -> None:
         """Write to netCDF (xarray DataTree, ArviZ schema); see :func:`uqzoo.load_posterior`.
 
         The file is written next to ``path`` and moved into place only when
         complete, so a crash never leaves a half-written file where a good one was.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file; a symbolic link there is refused, never written through.
+        overwrite : bool
+            Replace an existing file at ``path`` (without it, an error).
         """
         from uqzoo import io
-        io.save_posterior(self, path)
+        io.save_posterior(self, path, overwrite=overwrite)
 
     def to_datatree(self):
         """An ``xarray.DataTree`` with ``posterior`` and ``sample_stats`` groups (ArviZ)."""

@@ -38,7 +38,6 @@ MCMC. Bayesian Analysis 16(2).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -146,13 +145,9 @@ def data_fingerprint(data: Any) -> str:
 
     if not isinstance(data, ClassificationData):
         raise InvalidTypeError(f"data must be a ClassificationData, got {_show(data)}")
-    X = np.ascontiguousarray(data.X_train, dtype=np.float32)
-    y = np.ascontiguousarray(data.y_train, dtype=np.int64)
-    digest = hashlib.sha256(b"uqzoo-data-fingerprint-v1\0")
-    digest.update(f"{X.shape}|{y.shape}|{data.n_classes}\0".encode())
-    digest.update(X.tobytes())
-    digest.update(y.tobytes())
-    return _FINGERPRINT_PREFIX + digest.hexdigest()
+    from uqzoo._data_checks import training_fingerprint
+
+    return training_fingerprint(data.X_train, data.y_train, data.n_classes)
 
 
 def reference_gate(posterior: Posterior, *,
@@ -342,12 +337,15 @@ def check_reference(reference: Posterior, data: Any = None, *,
     >>> check_reference(ref, data).passed                          # doctest: +SKIP
     True
     """
+    from uqzoo._validation import check_bool
+
+    require_gate = check_bool(require_gate, "require_gate")
     _check_hmc(reference, "reference")
     recorded = reference.diagnostics.get(_FINGERPRINT_KEY)
     if not isinstance(recorded, str) or not recorded.startswith(_FINGERPRINT_PREFIX):
         raise InvalidInputError(
-            "reference has no data fingerprint: it was not made by "
-            "uqzoo.reference_posterior (an ordinary HMC fit is not gated as a reference)")
+            "reference has no data fingerprint, so the data it was sampled on is unknown: "
+            "sample one with uqzoo.reference_posterior (or `uqzoo reference`)")
     if data is not None:
         expected = data_fingerprint(data)
         if recorded != expected:

@@ -36,6 +36,12 @@ _LEGACY_KEYS = ("dropout",)
 # keeps a typo from turning into an impossible allocation.
 _MAX_WIDTH = 1_000_000
 
+# Parameters of one network. Every method keeps S float32 draws of all of them,
+# within uqzoo._limits.MAX_DRAW_BYTES (4 GiB); 2**24 parameters (64 MiB a draw)
+# leave room for 64 draws, about the fewest that equal-tailed 0.95 intervals
+# need (39). Checked from the widths, before anything is allocated.
+MAX_PARAMS = 2**24
+
 
 @dataclasses.dataclass(frozen=True)
 class MLPSpec:
@@ -99,6 +105,12 @@ class MLPSpec:
             raise InvalidTypeError(f"hidden must be a tuple of positive ints, got {_show(hidden)}")
         set_(self, "hidden", tuple(check_int(h, "hidden entry", minimum=1, maximum=_MAX_WIDTH)
                                    for h in hidden))
+        if self.n_params > MAX_PARAMS:
+            raise InvalidInputError(
+                f"hidden={self.hidden} makes a network of {self.n_params:,} parameters "
+                f"({self.in_features} inputs, {self.n_outputs} outputs); uqzoo allows at most "
+                f"{MAX_PARAMS:,} (2**24): every method keeps its draws of all parameters in "
+                f"memory (64 draws of this bound take 4 GiB); use narrower layers")
         set_(self, "activation", check_choice(self.activation, "activation", ACTIVATIONS))
         set_(self, "prior_scale", check_float(self.prior_scale, "prior_scale", low=0.0,
                                               low_open=True))

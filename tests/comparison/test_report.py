@@ -317,19 +317,19 @@ def test_a_failed_write_leaves_no_report_and_no_temporary(tmp_path, monkeypatch,
     if failure == "disk full at fsync":
         monkeypatch.setattr(_files, "os", _os_with(fsync=full))
         with pytest.raises(uz.OutputPathError, match="no space left on the device"):
-            uz.write_report(result, earlier, data=data)
+            uz.write_report(result, earlier, data=data, overwrite=True)
     elif failure == "Ctrl-C at rename":
         monkeypatch.setattr(_files, "os", _os_with(replace=interrupted))
         with pytest.raises(KeyboardInterrupt):
-            uz.write_report(result, earlier, data=data)
+            uz.write_report(result, earlier, data=data, overwrite=True)
     else:
         monkeypatch.setattr(uz.plots, "risk_coverage_plot", broken)
         with pytest.raises(RuntimeError, match="a figure failed"):
-            uz.write_report(result, earlier, data=data)
+            uz.write_report(result, earlier, data=data, overwrite=True)
     assert [p.name for p in folder.iterdir()] == ["report.html"]    # no temporary left
     assert earlier.read_text() == "an earlier report"                # untouched
     monkeypatch.undo()
-    uz.write_report(result, earlier, data=data)
+    uz.write_report(result, earlier, data=data, overwrite=True)
     assert earlier.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert [p.name for p in folder.iterdir()] == ["report.html"]
 

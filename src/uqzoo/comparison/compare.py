@@ -33,7 +33,7 @@ import pandas as pd
 from uqzoo import headline
 from uqzoo import methods as method_registry
 from uqzoo import shift as under_shift
-from uqzoo._limits import check_draws
+from uqzoo._limits import LONG_PREDICTION_WORK, MAX_PREDICTION_WORK, check_draws
 from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
 from uqzoo.errors import (
     ConvergenceWarning,
@@ -284,6 +284,12 @@ class Comparison:
         ``rules``: each row's calibrated
         :class:`~uqzoo.conformal.ConformalSets`. The judged sets are in
         ``reports[row].conformal``.
+    failed_fits : dict of str to str
+        Methods whose fit raised or returned non-finite draws, each with its
+        ``failed_reason`` (what failed and how to fix it). Such a method has a
+        table row with ``failed`` True, ``flags`` ``"fit_error"`` and the
+        reason in a ``failed_reason`` column, but no report or posterior; the
+        other methods are compared as usual.
     """
 
     table: pd.DataFrame
@@ -298,6 +304,7 @@ class Comparison:
     scores: tuple[Any, ...] = ()
     fidelity: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     conformal: Mapping[str, Any] | None = None
+    failed_fits: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:
         return format_table(self.table)
@@ -592,15 +599,38 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if class_weight is not None and not isinstance(class_weight, dict):
         check_class_weight(class_weight)        # a dict is checked by uz.fit, against labels
     _say_long_fits(options_of, spec, fit_data)
+    n_points = data.n_test * (1 + (0 if shifted is None else copies * len(shifted)))
+    work = {name: _prediction_work(options_of[name], num_draws, n_points, spec)
+            for name in names}
+    for name, estimate in work.items():
+        if estimate > MAX_PREDICTION_WORK:
+            raise InvalidInputError(
+                f"predicting {name} would take about {estimate:.2g} operations (S = "
+                f"{_draws_of(options_of[name], num_draws):,} draws × {n_points:,} test "
+                f"points × ({spec.n_params:,} parameters + 30 × {spec.n_classes} classes)), "
+                f"more than uqzoo's bound of {MAX_PREDICTION_WORK:.2g} (hours of work): "
+                f"lower num_draws (--num-draws), or evaluate on fewer test points")
+    for name in names:          # a bad option is an error before any fit, not a failed row
+        method_registry.make_config(name, **{k: v for k, v in options_of[name].items()
+                                             if not isinstance(v, dict)})
+    failed_fits: dict[str, str] = {}
     said: set[str] = set()
     for name in names:
         options = options_of[name]
         start = time.perf_counter()
-        with _data_warnings_once(said), warnings.catch_warnings():
-            # A non-converged fit is reported in the table, not raised.
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            post = method_registry.fit(name, spec, fit_data, seed=seed,
-                                       progress_bar=progress_bar, **options)
+        try:
+            with _data_warnings_once(said), warnings.catch_warnings():
+                # A non-converged fit is reported in the table, not raised.
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                post = method_registry.fit(name, spec, fit_data, seed=seed,
+                                           progress_bar=progress_bar, **options)
+        except Exception as exc:    # one method's failure must not sink the others' results
+            failed_fits[name] = _fit_failure(name, exc)
+            rows.append({"method": name, "kind": "posterior", "failed": True,
+                         "flags": "fit_error", "failed_reason": failed_fits[name],
+                         "n_test": int(data.n_test),
+                         "fit_seconds": time.perf_counter() - start})
+            continue
         fit_seconds = time.perf_counter() - start
         if reference_source == "hmc" and name == "hmc":
             given_reference = _own_reference(post, fit_data)
@@ -620,11 +650,13 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                 conformal_record["rules"][row_name] = rule
             with _data_warnings_once(said):
                 report = evaluate(version, data, levels=levels, delta=delta, far=fars,
-                                  interval=interval, perturbations=shifted, conformal=rule)
+                                  interval=interval, perturbations=shifted, conformal=rule,
+                                  progress_bar=bool(progress_bar)
+                                  and work[name] > LONG_PREDICTION_WORK)
             posteriors[row_name], reports[row_name] = version, report
             # the row's name, not the report's method (a recalibrated row shares it)
             rows.append({**report.to_dict(), "method": row_name, "kind": kind,
-                         "fit_seconds": seconds})
+                         "fit_seconds": seconds, "n_test": int(report.n_points)})
     detector_results: dict[str, DetectorResult] = {}
     if detectors:
         detector_rows, detector_results = _detector_rows(fit_data, fars)
@@ -639,6 +671,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         for row in rows:
             if row["method"] in fidelity:
                 row.update(_fidelity_columns(fidelity[row["method"]]))
+    if not reports:
+        raise InvalidInputError("every method's fit failed, so there is nothing to compare: "
+                                + "; ".join(failed_fits.values()))
     table = pd.DataFrame(rows).set_index("method")
     # True / False for fits, <NA> for detector rows (no failure check applies)
     table["failed"] = table["failed"].astype("boolean")
@@ -651,6 +686,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                                          has_reference=bool(fidelity))
             if c in table.columns
             and (c != "kind" or detectors or recalibration is not None)]
+    # a failed fit has no report to take its test points from: the verdict reads them here
+    cols += ["n_test", "failed_reason"] if failed_fits else []
     settings = Settings(levels=tuple(levels), delta=delta, interval=interval,
                         num_draws=num_draws, fars=fars if data.n_classes == 2 else (),
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
@@ -661,7 +698,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
                           settings=settings, scores=scores, fidelity=fidelity,
-                          conformal=conformal_record)
+                          conformal=conformal_record, failed_fits=failed_fits)
     shift = pd.concat([r.shift.assign(method=n) for n, r in reports.items()
                        if r.shift is not None], ignore_index=True)
     ranked, changes = under_shift.rankings(reports)
@@ -670,7 +707,35 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                       shift=shift[["method", *under_shift.SHIFT_COLUMNS]], rankings=ranked,
                       ranking_changes=changes, recalibration=recalibration,
                       settings=settings, scores=scores, fidelity=fidelity,
-                      conformal=conformal_record)
+                      conformal=conformal_record, failed_fits=failed_fits)
+
+
+def _draws_of(options: Mapping[str, Any], num_draws: int) -> int:
+    """The most draws a method's options may make (its own count, or the budget)."""
+    own = [int(v) for k, v in options.items()
+           if k in ("num_samples", "num_members") and isinstance(v, (int, np.integer))]
+    return max([int(num_draws), *own])
+
+
+def _prediction_work(options: Mapping[str, Any], num_draws: int, n_points: int,
+                     spec: MLPSpec) -> int:
+    """Estimated operations of a method's predictive pass (see MAX_PREDICTION_WORK)."""
+    return _draws_of(options, num_draws) * n_points * (spec.n_params + 30 * spec.n_classes)
+
+
+def _fit_failure(name: str, exc: Exception) -> str:
+    """A failed fit's reason: what failed, and how to fix it."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    steps = [f.name for f in dataclasses.fields(method_registry.get(name).Config)
+             if f.name in ("step_size", "learning_rate")]
+    if "finite" in message or "nan" in message.lower() or "overflow" in message.lower():
+        what = "diverged (its parameters became non-finite)"
+        fix = (f"lower its {' or '.join(steps)} (--set {name}.{steps[0]}=...)" if steps
+               else "check its options against `uqzoo methods`")
+    else:
+        what = f"raised {type(exc).__name__}"
+        fix = "check its options against `uqzoo methods`, or leave it out (--methods)"
+    return f"{name}: the fit {what}: {message}; {fix}"
 
 
 @contextlib.contextmanager
@@ -877,6 +942,9 @@ def _conformal_request(level: object, score: object, mondrian: object, calibrati
     score = check_choice(score, "conformal_score", SCORES)
     mondrian = check_bool(mondrian, "conformal_mondrian")
     if level is None:
+        if mondrian or score != "lac":      # asked for sets, but none would be made
+            raise InvalidInputError("conformal_mondrian and conformal_score need conformal= "
+                                    "a level such as 0.9 (the label sets' coverage)")
         return None
     if isinstance(level, bool):
         raise InvalidTypeError(f"conformal must be None or a level in (0, 1) such as 0.9, "

@@ -452,13 +452,16 @@ def _value(value: Any) -> str:
     raise InvalidTypeError(f"cannot write {_show(value)} to a config file")
 
 
-def write_config(config: CompareConfig, path: str | os.PathLike) -> Path:
-    """Write ``config`` as TOML, atomically (:func:`uqzoo.io.write_file_atomically`)."""
+def write_config(config: CompareConfig, path: str | os.PathLike, *,
+                 overwrite: bool = False) -> Path:
+    """Write ``config`` as TOML, atomically (:func:`uqzoo.io.write_file_atomically`:
+    a link at ``path`` is refused, an existing file replaced only with ``overwrite``)."""
     from uqzoo.io import write_file_atomically
 
     if not isinstance(config, CompareConfig):
         raise InvalidTypeError(f"config must be a CompareConfig, got {_show(config)}")
-    return write_file_atomically(path, config.to_toml().encode("utf-8"), what="path")
+    return write_file_atomically(path, config.to_toml().encode("utf-8"), what="path",
+                                 overwrite=overwrite)
 
 
 # -- reading ------------------------------------------------------------------------------

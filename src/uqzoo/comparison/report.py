@@ -793,7 +793,8 @@ embedded, nothing is fetched from the network.</footer>
 
 
 def write_report(result: Comparison, path: str | Path, *, data: Any = None,
-                 title: str | None = None, settings: str | None = None) -> Path:
+                 title: str | None = None, settings: str | None = None,
+                 overwrite: bool = False) -> Path:
     """Write the HTML report of a comparison, atomically.
 
     The page (see :func:`render_report` and the module docstring) is rendered
@@ -812,6 +813,8 @@ def write_report(result: Comparison, path: str | Path, *, data: Any = None,
         See :func:`render_report`.
     title : str, optional
     settings : str, optional
+    overwrite : bool
+        Replace an existing file at ``path`` (a symbolic link is always refused).
 
     Returns
     -------
@@ -821,8 +824,9 @@ def write_report(result: Comparison, path: str | Path, *, data: Any = None,
     Raises
     ------
     OutputPathError
-        The path cannot be written (missing folder, a directory, read-only
-        file system, full disk); checked before anything is rendered.
+        The path cannot be written (missing folder, a link, a directory, an
+        existing file without ``overwrite``, read-only file system, full
+        disk); checked before anything is rendered.
 
     Examples
     --------
@@ -834,6 +838,7 @@ def write_report(result: Comparison, path: str | Path, *, data: Any = None,
     """
     from uqzoo.io import check_output_file, write_file_atomically
 
-    check_output_file(path, what="path", example="report.html")   # before the rendering
+    check_output_file(path, what="path", example="report.html",   # before the rendering
+                      overwrite=overwrite)
     page = render_report(result, data=data, title=title, settings=settings)
-    return write_file_atomically(path, page.encode("utf-8"), what="path")
+    return write_file_atomically(path, page.encode("utf-8"), what="path", overwrite=overwrite)

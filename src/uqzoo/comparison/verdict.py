@@ -816,6 +816,7 @@ def conformal_sentences(result: Comparison) -> tuple[dict[str, bool], list[str]]
         else:
             text = (f"{name}'s own label sets already cover as claimed at level {level:g}; "
                     f"conformal sets: {shown}, {sizes}")
+        text += _full_set_text(judged.rule)
         if own.worst_decile_coverage is not None and con.worst_decile_coverage is not None:
             text += (f"; worst-decile conditional coverage {own.worst_decile_coverage:.3f} → "
                      f"{con.worst_decile_coverage:.3f}")
@@ -828,6 +829,22 @@ def conformal_sentences(result: Comparison) -> tuple[dict[str, bool], list[str]]
                 text += f", its credible-interval HCS {shown}"
         sentences.append(text + ".")
     return fixes, sentences
+
+
+def _full_set_text(rule: Any) -> str:
+    """Why a conformal set holds every label: classes with too few calibration points."""
+    full = getattr(rule, "full_set_classes", ())
+    if not full:
+        return ""
+    # A level-L split-conformal threshold is finite only with n >= 1/(1 - L) - 1
+    # calibration points (its quantile's rank (n + 1) L must not exceed n).
+    need = math.ceil(1.0 / (1.0 - rule.level) - 1.0 - 1e-9)
+    counts = ", ".join(f"{k}: {int(rule.class_counts[k])}" for k in full)
+    every = ("every set holds all labels" if len(full) == rule.n_classes
+             else f"class(es) {list(full)} are in every set")
+    return (f"; {every}: too few calibration points per class ({counts}) for a finite "
+            f"threshold at level {rule.level:g}, which needs at least {need} per class "
+            f"(more data, a lower level, or marginal instead of Mondrian calibration)")
 
 
 def _shift_sentences(result: Comparison) -> list[str]:

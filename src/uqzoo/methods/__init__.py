@@ -238,9 +238,15 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
 
     class_prior = effective_class_prior(getattr(cfg, "class_weight", None), data.y_train,
                                         data.n_classes)
+    # The training data it saw, so that a score against a reference of other
+    # data (uz.fidelity) is refused; saved and loaded with the posterior.
+    from uqzoo._data_checks import training_fingerprint
+
+    fingerprint = training_fingerprint(data.X_train, data.y_train, data.n_classes)
     return dataclasses.replace(posterior, classes=data.classes,
                                diagnostics={**posterior.diagnostics, "seconds": seconds,
-                                            "class_prior": class_prior})
+                                            "class_prior": class_prior,
+                                            "data_fingerprint": fingerprint})
 
 
 def _class_weights_in_order(weights: dict, classes: Any, n_classes: int) -> list:

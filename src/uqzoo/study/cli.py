@@ -89,8 +89,14 @@ def _cmd_status(args: argparse.Namespace) -> int:
                 started, finished, executor, workers, address, n_done, n_failed, n_todo = last
                 when = datetime.datetime.fromtimestamp(started).isoformat(" ", "seconds")
                 where = address or f"{workers} workers"
-                state = ("finished" if finished is not None
-                         else "still running, or stopped before it ended")
+                # A run stopped by Ctrl-C or a signal still records its end (the
+                # driver's clean-up), with fewer tasks ended than it set out to do.
+                if finished is None:
+                    state = "still running, or killed before it could record its end"
+                elif (n_done or 0) + (n_failed or 0) < (n_todo or 0):
+                    state = "interrupted (stopped before its tasks ended; run again to resume)"
+                else:
+                    state = "finished"
                 print(f"  last run {when} ({executor}, {where}): {state}"
                       + (f"; {n_done} done, {n_failed} failed of {n_todo}"
                          if finished is not None else ""))
@@ -115,7 +121,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise UqzooError("--format parquet needs pyarrow (pip install pyarrow); or use "
                          "--format csv")
     check_output_file(args.out, what="--out",      # before reading, not after
-                      example=f"{'summary' if args.summary else 'results'}.{args.format}")
+                      example=f"{'summary' if args.summary else 'results'}.{args.format}",
+                      overwrite=args.overwrite)
     table = load(args.store, status=args.status)
     if args.summary:
         table = summarize(table)
@@ -125,7 +132,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         buffer = io.BytesIO()
         table.to_parquet(buffer, index=False)
         data = buffer.getvalue()
-    write_file_atomically(args.out, data, what="--out")
+    write_file_atomically(args.out, data, what="--out", overwrite=args.overwrite)
     print(f"wrote {args.out}: {len(table)} rows"
           + (" (summary)" if args.summary else f" ({args.status} tasks × levels)"))
     return 0
@@ -176,6 +183,8 @@ def add_study_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("store")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv")
     p.add_argument("--out", required=True, help="the file to write")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at --out (a symbolic link is always refused)")
     p.add_argument("--status", choices=("done", "failed", "pending", "all"), default="done",
                    help="which tasks (default: done)")
     p.add_argument("--summary", action="store_true",

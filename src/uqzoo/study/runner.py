@@ -25,6 +25,7 @@ import functools
 import json
 import math
 import os
+import re
 import socket
 import sys
 import time
@@ -473,6 +474,35 @@ def _import_dask() -> Any:
     return distributed
 
 
+# The Dask comm schemes a scheduler listens on (distributed.comm registry).
+_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_ADDRESS = re.compile(r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[^\]]+\]|[^:/\s]+)"
+                      r":(?P<port>[^/\s]*)/?")
+
+
+def check_scheduler_address(address: str) -> str:
+    """A Dask scheduler address checked by its form, before any connection is tried.
+
+    ``tcp://HOST:PORT`` (or ``tls``, ``ws``, ``wss``, ``ucx``; ``HOST:PORT``
+    means tcp), PORT an integer in 1..65535. A malformed address is refused
+    here in one line instead of a Dask traceback or a long wait.
+    """
+    match = _ADDRESS.fullmatch(address.strip())
+    allowed = ("must look like tcp://HOST:PORT (a running Dask scheduler, e.g. "
+               "tcp://10.0.0.5:8786; schemes " + ", ".join(_SCHEMES[:-1]) + ")")
+    if match is None:
+        raise InvalidInputError(f"address {address!r} {allowed}")
+    scheme = (match["scheme"] or "tcp").lower()
+    if scheme not in _SCHEMES[:-1]:
+        raise InvalidInputError(f"address {address!r}: scheme {scheme!r} is not one Dask "
+                                f"listens on; it {allowed}")
+    port = match["port"]
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise InvalidInputError(f"address {address!r}: port {port!r} must be an integer in "
+                                f"1..65535; the address {allowed}")
+    return address.strip()
+
+
 def _run_dask(tasks: Sequence[Task], workers: int | None, threads: int | None,
               address: str | None) -> Generator[dict[str, Any], None, None]:
     """Results as tasks finish, from a LocalCluster or the scheduler at ``address``."""
@@ -493,7 +523,7 @@ def _run_dask(tasks: Sequence[Task], workers: int | None, threads: int | None,
         else:
             try:
                 client = distributed.Client(address, timeout="30s")
-            except OSError as exc:
+            except (OSError, ValueError, TypeError) as exc:
                 raise UqzooError(f"address {address!r}: no Dask scheduler answers there "
                                  f"({_one_line(exc)})") from None
         token = uuid.uuid4().hex[:8]            # keys of one run never meet an older one's
@@ -641,6 +671,7 @@ def run(study: str | os.PathLike | Study, *, store: str | os.PathLike,
         if workers is not None:
             raise InvalidInputError("workers applies to a local pool or LocalCluster; with "
                                     "address the cluster decides its workers")
+        address = check_scheduler_address(address)
     if executor == "dask":
         _import_dask()
     if address is None:

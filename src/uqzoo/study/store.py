@@ -33,9 +33,10 @@ killed at any moment, even by SIGKILL, leaves every finished task complete
 and no task half-written. A second run does only what is not ``done``
 (``retry_failed`` adds the failed tasks). Readers (``load``, ``uqzoo study
 status``) may read while a run writes. One run at a time: ``run()`` holds an
-advisory lock on ``<store>.lock`` of the resolved file, so that a link to
-the store meets the same lock (released by the operating system when the
-driver dies, so a killed run never blocks the next). One study file per
+advisory lock on ``<store>.lock`` of the resolved file (released by the
+operating system when the driver dies, so a killed run never blocks the
+next). A symbolic link given as the store is refused, as by every uqzoo
+writer: name the store's file itself. One study file per
 study name: a store refuses a file whose text differs from the one it was
 planned with under the same name, so no summary pools two settings.
 """
@@ -43,6 +44,7 @@ planned with under the same name, so no summary pools two settings.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -292,6 +294,10 @@ class Store:
         if not self.path.parent.is_dir():
             raise OutputPathError(f"{self._what} {str(self.path)!r}: its folder "
                                   f"{str(self.path.parent)!r} does not exist")
+        from uqzoo._files import refuse_link
+
+        # The rule of every file uqzoo writes: never through a link.
+        refuse_link(self.path, self._what)
         # The lock first: two runs starting at once must not both create the schema.
         # On the resolved file: a second driver through a link must meet the same lock.
         self._lock = _take_lock(Path(os.path.realpath(self.path)), self._what)
@@ -432,6 +438,10 @@ def _json_or_null(value: object) -> str | None:
     return None if value is None else _json(value)
 
 
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+
+
 def _take_lock(path: Path, what: str) -> Any:
     """An exclusive advisory lock on ``<store>.lock`` (POSIX flock; a no-op elsewhere)."""
     try:
@@ -440,11 +450,16 @@ def _take_lock(path: Path, what: str) -> Any:
         return None
     lock_path = path.with_name(path.name + ".lock")
     try:
-        handle = open(lock_path, "a")      # held (and the lock with it) until close()
+        # held (and the lock with it) until close(); a link there is not followed
+        handle = open(lock_path, "a", opener=_no_follow)
     except IsADirectoryError:
         raise OutputPathError(f"{what} {str(path)!r}: its lock file {str(lock_path)!r} is a "
                               "folder; remove it or choose another store name") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OutputPathError(f"{what} {str(path)!r}: its lock file {str(lock_path)!r} "
+                                  "is a symbolic link; uqzoo never writes through a link: "
+                                  "remove it") from None
         raise OutputPathError(
             f"{what} {str(path)!r}: cannot create its lock file {str(lock_path)!r}: "
             f"{exc.strerror}; the store's folder must be writable") from None
