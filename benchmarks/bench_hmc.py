@@ -38,7 +38,8 @@ caches and uqzoo's program cache are cleared before every arm), median over
 probability, ESS/s, and leapfrog steps (= gradient evaluations, warm-up and
 sampling, all chains) per wall second, the sampler's cost rate apart from its
 efficiency per draw, and the cores the arm got (process CPU seconds / wall
-seconds; on a shared machine other jobs decide it). Summary: the median of
+seconds, both of the timed fit alone; on a shared machine other jobs decide
+it). Summary: the median of
 each over the seeds, and each arm's median ESS/s over its rival's.
 
 The script gives JAX one CPU device per available core
@@ -124,7 +125,8 @@ def run_plain(data, spec, seed, num_warmup, num_samples, num_chains=1,
               chain_method="sequential"):
     """What a user writes by hand: the model in NumPyro, MCMC.run.
 
-    Returns draws (chains, draws, ...), wall seconds and leapfrog steps.
+    Returns draws (chains, draws, ...), wall seconds, leapfrog steps and the
+    process CPU seconds of the timed run (not of the untimed counting run).
     """
     import jax
     import jax.numpy as jnp
@@ -155,12 +157,13 @@ def run_plain(data, spec, seed, num_warmup, num_samples, num_chains=1,
                     num_chains=num_chains, chain_method=chain_method, progress_bar=False)
 
     X, y = jnp.asarray(data.X_train), jnp.asarray(data.y_train)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     timed = mcmc()
     timed.run(jax.random.key(seed), X, y, extra_fields=("num_steps",))
     samples = timed.get_samples(group_by_chain=True)
     jax.block_until_ready(samples)
     seconds = time.perf_counter() - t0
+    cpu_seconds = time.process_time() - cpu0
     sampling = int(np.asarray(timed.get_extra_fields()["num_steps"]).sum())
     # The warm-up's steps, from a second identical run (untimed): MCMC.run is
     # warmup followed by sampling from the post-warm-up state.
@@ -176,33 +179,39 @@ def run_plain(data, spec, seed, num_warmup, num_samples, num_chains=1,
     for i in range(len(sizes) - 1):
         draws[f"layers.{i}.weight"] = np.asarray(samples[f"w{i}"])
         draws[f"layers.{i}.bias"] = np.asarray(samples[f"b{i}"])
-    return draws, seconds, leapfrog
+    return draws, seconds, leapfrog, cpu_seconds
 
 
 def run_uqzoo(data, spec, seed, **config):
-    """uz.fit; returns draws (chains, draws, ...), seconds, leapfrog steps, warnings."""
-    t0 = time.perf_counter()
+    """uz.fit; returns draws (chains, draws, ...), seconds, leapfrog steps, warnings
+    and the fit's process CPU seconds."""
+    t0, cpu0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", uz.ConvergenceWarning)
         post = uz.fit("hmc", spec, data, seed=seed, progress_bar=False, **config)
     seconds = time.perf_counter() - t0
+    cpu_seconds = time.process_time() - cpu0
     chains, per_chain = post.sample_shape
     draws = {k: v.reshape((chains, per_chain, *v.shape[1:])) for k, v in post.draws.items()}
     d = post.diagnostics
     leapfrog = (d["leapfrog_steps_warmup"] + d["leapfrog_steps_sampling"]
                 if "leapfrog_steps_warmup" in d else None)
-    return draws, seconds, leapfrog, [str(w.message) for w in caught]
+    return draws, seconds, leapfrog, [str(w.message) for w in caught], cpu_seconds
 
 
 def run_arm(arm, data, spec, seed, num_warmup, num_samples, pyro_warmup, pyro_samples):
-    """One fit; returns (draws, seconds, leapfrog steps or None, extra dict)."""
+    """One fit; returns (draws, seconds, leapfrog steps or None, CPU seconds, extra dict).
+
+    Seconds and CPU seconds cover the timed fit only: not the plain arm's
+    counting run, not the ESS.
+    """
     settings = dict(num_warmup=num_warmup, num_samples=num_samples)
     if arm in ("plain", "plainvec"):
         chains = 1 if arm == "plain" else 4
-        draws, seconds, leapfrog = run_plain(data, spec, seed, **settings, num_chains=chains,
-                                             chain_method="vectorized")
+        draws, seconds, leapfrog, cpu = run_plain(data, spec, seed, **settings,
+                                                  num_chains=chains, chain_method="vectorized")
         work = work_done(spec, data, chains, num_warmup, num_samples)
-        return draws, seconds, leapfrog, {"work": work}
+        return draws, seconds, leapfrog, cpu, {"work": work}
     config = {"uqzoo1": dict(num_chains=1), "uqzoo4": {},
               "par4": dict(chain_method="parallel"),
               "seq4": dict(chain_method="sequential"),
@@ -216,14 +225,14 @@ def run_arm(arm, data, spec, seed, num_warmup, num_samples, pyro_warmup, pyro_sa
         settings = dict(num_warmup=pyro_warmup, num_samples=pyro_samples)
     # --num-samples is per chain, as in NumPyro; uqzoo's num_samples is the total.
     settings["num_samples"] *= config.get("num_chains", 4)
-    draws, seconds, leapfrog, messages = run_uqzoo(data, spec, seed, **config, **settings)
+    draws, seconds, leapfrog, messages, cpu = run_uqzoo(data, spec, seed, **config, **settings)
     chains = config.get("num_chains", 4)
     work = work_done(spec, data, chains, settings["num_warmup"],
                      settings["num_samples"] // chains)
     # What uqzoo's "auto" chose, under this process's JAX devices.
     method = hmc.resolve_chain_method(spec, len(data.X_train), hmc.Config(**config, **settings))
-    return draws, seconds, leapfrog, {"warnings": messages, "chain_method": method,
-                                      "work": work, **settings}
+    return draws, seconds, leapfrog, cpu, {"warnings": messages, "chain_method": method,
+                                           "work": work, **settings}
 
 
 def work_done(spec, data, chains, num_warmup, draws_per_chain):
@@ -298,11 +307,10 @@ def main():
         for arm in order:
             clear_compilation_caches()
             load_before = os.getloadavg()[0]
-            cpu_before = time.process_time()
-            draws, seconds, leapfrog, extra = run_arm(
+            draws, seconds, leapfrog, cpu_seconds, extra = run_arm(
                 arm, data, spec, seed, args.num_warmup, args.num_samples,
                 args.pyro_warmup, args.pyro_samples)
-            cores_used = (time.process_time() - cpu_before) / seconds
+            cores_used = cpu_seconds / seconds
             ess = median_bulk_ess(spec, draws, X_test)
             row = {"arm": arm, "seed": seed, "seconds": round(seconds, 1),
                    "median_bulk_ess": round(ess, 1), "ess_per_second": round(ess / seconds, 3),
