@@ -32,7 +32,7 @@ def demo_output() -> str:
     import textwrap
 
     import uqzoo.comparison.verdict as verdict_module
-    from uqzoo.cli import TABLE_WIDTH, main
+    from uqzoo.cli import TABLE_WIDTH, _use_every_core, main
 
     verdicts = []
     original = verdict_module.verdict
@@ -41,6 +41,9 @@ def demo_output() -> str:
         verdicts.append(original(*args, **kwargs))
         return verdicts[-1]
 
+    # main(argv) called from Python leaves JAX's devices alone; the `uqzoo` command
+    # gives JAX a device per core, and so does this script, to show what it prints.
+    _use_every_core()
     buffer = io.StringIO()
     verdict_module.verdict = recording          # the command looks it up when it prints
     try:

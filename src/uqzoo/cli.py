@@ -43,6 +43,16 @@ interrupted or failed run leaves nothing half-written; an existing non-empty DIR
 is replaced only with ``--overwrite``. Ctrl-C ends with one line and exit
 status 130.
 
+The ``uqzoo`` command owns its process, so it gives JAX one CPU device per
+core it may run on before JAX starts (``jax_num_cpu_devices``), and HMC's
+chains (``chain_method="auto"``) then run in parallel, one per core; a
+setting of the user's (``JAX_NUM_CPU_DEVICES``, or
+``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``) is kept. The
+library never does this on its own: a Python program calls
+``jax.config.update("jax_num_cpu_devices", n)`` itself, right after
+``import jax``. ``uqzoo study`` runs its tasks in worker processes of one
+device each.
+
 Exit status: 0 success; 1 from ``compare`` when a method's fit failed (it is a
 row marked FAILED with its reason; the other methods are reported and
 written), from ``reference`` when the gate is not met, from ``study run`` when
@@ -56,10 +66,12 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import sys
 import textwrap
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -1015,11 +1027,60 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+# Commands that fit or evaluate models; the others never start JAX.
+_COMPUTING_COMMANDS = frozenset({"compare", "fit", "evaluate", "reference"})
+
+
+def cpu_devices_for_cli(environ: Mapping[str, str], configured: int,
+                        cores: int) -> int | None:
+    """The JAX CPU devices the ``uqzoo`` command asks for, or None to leave JAX's setting.
+
+    One device per core (``cores``, those the process may run on), so that
+    HMC's chains run in parallel (JAX runs one computation at a time per CPU
+    device); None where the user chose already -- ``configured`` is JAX's
+    ``jax_num_cpu_devices`` (-1 unless set, e.g. by ``JAX_NUM_CPU_DEVICES``),
+    or ``XLA_FLAGS`` holds ``--xla_force_host_platform_device_count`` -- or
+    where there is one core.
+
+    Examples
+    --------
+    >>> cpu_devices_for_cli({}, -1, 2)
+    2
+    >>> cpu_devices_for_cli({"XLA_FLAGS": "--xla_force_host_platform_device_count=1"}, -1, 2)
+    >>> cpu_devices_for_cli({}, 3, 2)
+    >>> cpu_devices_for_cli({}, -1, 1)
+    """
+    if configured != -1 or "xla_force_host_platform_device_count" in environ.get("XLA_FLAGS", ""):
+        return None
+    return cores if cores > 1 else None
+
+
+def _use_every_core() -> None:
+    """Give JAX one CPU device per core for this process (see :func:`cpu_devices_for_cli`).
+
+    Only the ``uqzoo`` command calls this, before JAX computes anything: a
+    process-wide setting the library must not make for a Python caller.
+    """
+    import jax
+
+    from uqzoo.predictive import default_workers
+
+    wanted = cpu_devices_for_cli(os.environ, jax.config.values["jax_num_cpu_devices"],
+                                  default_workers())
+    if wanted is not None:
+        # JAX refuses the setting once a computation has run; then keep its devices.
+        with contextlib.suppress(RuntimeError):
+            jax.config.update("jax_num_cpu_devices", wanted)
+
+
 def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
+        owns_process = argv is None
         argv = sys.argv[1:] if argv is None else list(argv)
         args = parser.parse_args(argv)
+        if owns_process and args.command in _COMPUTING_COMMANDS:
+            _use_every_core()
         args.argv = argv              # compare --config tells given flags from defaults
         if args.command is None:
             parser.print_help()

@@ -24,7 +24,8 @@ NumPyro is the default backend. uqzoo drives NumPyro's NUTS kernel
   GIL while it computes, but JAX runs one computation at a time on a CPU
   device). JAX has one CPU device unless the program asks for more before
   JAX starts, ``jax.config.update("jax_num_cpu_devices", n)`` -- a
-  process-wide setting a library must not make on its user's behalf -- so by
+  process-wide setting a library must not make on its user's behalf (the
+  ``uqzoo`` command, which owns its process, asks for one per core) -- so by
   default "parallel" chains run one after another. Each chain runs the same
   compiled program either way;
 - sampling runs in compiled segments of about two seconds (one iteration
