@@ -348,7 +348,7 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
 ARRAY_SPLITS = ("stratified", "groups")
 
 
-def group_split(y: np.ndarray, groups: np.ndarray, test_size: float, seed: int,
+def _group_split(y: np.ndarray, groups: np.ndarray, test_size: float, seed: int,
                 describe: Callable[[int], str] = str) -> tuple[np.ndarray, np.ndarray, list]:
     """(train rows, test rows, held-out groups): whole groups to test, chosen by ``seed``.
 
@@ -419,7 +419,7 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
             )
         if split == "groups":
             assert row_groups is not None
-            train, test, held = group_split(
+            train, test, held = _group_split(
                 y, row_groups, test_size, seed,
                 describe=lambda k: classes[k] if classes is not None else k)
         else:
