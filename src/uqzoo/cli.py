@@ -132,7 +132,8 @@ _FILE_FLAGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "--unlabelled": ("unlabelled", "unlabelled", ("hsi",)),
     "--target-class": ("target_class", "label", ("hsi",)),
     "--class-names": ("class_names", "names", ("hsi", "table")),
-    "--split": ("split", "text", ("hsi",)),
+    "--split": ("split", "text", ("hsi", "table")),
+    "--group-column": ("group_column", "text", ("table",)),
     "--split-fraction": ("split_fraction", "float", ("hsi",)),
     "--test-size": ("test_size", "float", ("hsi", "table")),
     "--block-size": ("block_size", "block", ("hsi",)),
@@ -476,6 +477,7 @@ def _compare_config(args):
     perturb, copies = _perturbations(args)     # checked before the data are read
     recalibrate = _recalibration(args)
     conformal = _conformal(args)
+    noise = _label_noise(args)
     reference = _reference(args)
     if args.methods is not None and not args.methods.strip():
         # '' once meant "all methods": leaving --methods out says that
@@ -516,8 +518,30 @@ def _compare_config(args):
                                                                     "--num-draws"),
         interval=args.interval, settings="full" if args.full else "quick",
         perturb=perturb, copies=copies, target_prior=target_prior, recalibrate=recalibrate,
-        reference=reference, source="the command line", **conformal)
+        reference=reference, source="the command line", **conformal, **noise)
     return config, data
+
+
+def _label_noise(args) -> dict[str, Any]:
+    """--label-noise RATE [--label-noise-kind], checked before the data are read."""
+    from uqzoo.datasets.noise import LABEL_NOISE_KINDS
+
+    if args.label_noise is None:
+        if args.label_noise_kind is not None:
+            raise UqzooError("--label-noise-kind needs --label-noise RATE (e.g. 0.1)")
+        return {}
+    try:
+        rate = float(args.label_noise)
+    except ValueError:
+        rate = math.nan
+    if not 0.0 <= rate < 1.0:
+        raise UqzooError(f"--label-noise must be a rate in [0, 1) such as 0.1 (the share of "
+                         f"training labels flipped), got {args.label_noise!r}")
+    kind = "symmetric" if args.label_noise_kind is None else args.label_noise_kind
+    if kind not in LABEL_NOISE_KINDS:
+        raise UqzooError(f"--label-noise-kind must be {' or '.join(LABEL_NOISE_KINDS)}, got "
+                         f"{kind!r}")
+    return {"label_noise": rate, "label_noise_kind": kind}
 
 
 def _parse_levels_like(text: str, flag: str) -> tuple[float, ...]:
@@ -800,7 +824,11 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
                        help="cube: stratified (default: whole blocks, half of each class "
                             "testing, every class on both sides where the scene allows), "
                             "left-right, top-bottom, blocks, or random (optimistic: "
-                            "neighbours of test pixels train)")
+                            "neighbours of test pixels train); .csv: stratified (default) or "
+                            "groups (whole groups of --group-column test)")
+    files.add_argument("--group-column", metavar="COLUMN",
+                       help=".csv: the column naming each row's group (a site, a hospital); "
+                            "metrics are then also reported per test group")
     files.add_argument("--split-fraction", metavar="F",
                        help="cube: where left-right / top-bottom cut, as a share (default 0.5)")
     files.add_argument("--test-size", metavar="F",
@@ -873,6 +901,13 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="nonconformity score of --conformal (default lac)")
     p.add_argument("--conformal-mondrian", action="store_true",
                    help="class-conditional (Mondrian) calibration of --conformal")
+    p.add_argument("--label-noise", default=None, metavar="RATE",
+                   help="flip this share of the training labels, in [0, 1), before every fit "
+                        "(uz.datasets.with_label_noise, seeded from --seed); test labels and "
+                        "truth stay clean")
+    p.add_argument("--label-noise-kind", default=None, metavar="symmetric|class_conditional",
+                   help="how --label-noise picks a new label: uniform over the other classes "
+                        "(default) or class k to k + 1")
     p.add_argument("--reference", default=None, metavar="auto|none|hmc|PATH",
                    help="score every method's closeness to the exact posterior: 'auto' "
                         "(default) samples a gated reference posterior on data without true "

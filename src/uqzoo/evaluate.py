@@ -70,7 +70,8 @@ from uqzoo.metrics.streaming import (
 )
 from uqzoo.metrics.uncertainty import entropy_of
 
-__all__ = ["DEFAULT_FARS", "DEFAULT_LEVELS", "EvalReport", "FitFailure", "evaluate"]
+__all__ = ["DEFAULT_FARS", "DEFAULT_LEVELS", "GROUP_METRICS", "EvalReport", "FitFailure",
+           "evaluate"]
 
 # Rows per streamed chunk when the caller gives none: the per-chunk outputs
 # (mean, L bounds) are small; the engine bounds its own S × chunk work memory.
@@ -257,6 +258,15 @@ class EvalReport:
         With ``conformal``: the split-conformal sets judged on the test points
         beside the model's own sets (coverage, size, exact conditional
         coverage) and the conformal HCS's dismissed targets.
+    groups : pandas.DataFrame or None
+        When the data carry test groups (``data.groups_test``): one row per
+        group, columns ``group, n_points`` and the :data:`GROUP_METRICS`
+        (``ece``, ``auarc``, ``balanced_accuracy``, ``detection_auroc``; NaN
+        where a group cannot have one, e.g. AUROC of a group without targets),
+        each the pooled metric's function applied to the group's rows. The
+        table then also has their medians over the groups (NaN ignored) as
+        level-free rows ``<metric>_group_median`` (Mehrtens et al. 2023 report
+        ECE as the median over slides), in ``to_dict`` too.
     """
 
     table: pd.DataFrame
@@ -293,6 +303,7 @@ class EvalReport:
     fit_warnings: tuple[FitFailure, ...] = ()
     interval_score: np.ndarray | None = None
     conformal: Any = None
+    groups: pd.DataFrame | None = None
 
     def value(self, metric: str, level: float | None = None, cls: object = None,
               variant: str | None = None) -> float:
@@ -416,6 +427,13 @@ class EvalReport:
                 f"Pd@FAR {far:g} {r.pd[i]:.3f} [{r.lower[i]:.3f}, {r.upper[i]:.3f}]"
                 for i, far in enumerate(r.far))
             lines.append(f"  detection ({r.n_targets} targets): AUROC {roc.auroc:.4f}  {pds}")
+        if self.groups is not None:
+            medians = "  ".join(
+                f"{label} {d[key]:.4f}" for key, label in (
+                    ("ece_group_median", "ECE"), ("auarc_group_median", "AUARC"),
+                    ("balanced_accuracy_group_median", "balanced"),
+                    ("detection_auroc_group_median", "AUROC")) if key in d)
+            lines.append(f"  median over {len(self.groups)} test groups: {medians}")
         if self.conformal is not None:
             lines.append(self.conformal.summary())
         if self.shift_copies is not None:
@@ -451,10 +469,11 @@ def _resolve_data(data_or_labels: object, p_true: object
                       image_shape=tuple(int(s) for s in shape) if shape is not None else None,
                       class_names=tuple(getattr(data, "class_names", None) or ()),
                       classes=tuple(classes) if classes is not None else None,
-                      n_classes=getattr(data, "n_classes", None))
+                      n_classes=getattr(data, "n_classes", None),
+                      groups=getattr(data, "groups_test", None))
         return np.asarray(data.X_test), np.asarray(data.y_test), data.p_true_test, extras
     return None, data_or_labels, p_true, dict(coords=None, image_shape=None, class_names=(),
-                                              classes=None, n_classes=None)
+                                              classes=None, n_classes=None, groups=None)
 
 
 def _check_match(posterior: Any, X: np.ndarray, extras: dict) -> None:
@@ -698,6 +717,14 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
     if conformal is not None:
         conformal_report, report_parts["table"] = _with_conformal(
             conformal, report_parts["mean"], y, truth, report_parts["table"], classes)
+    group_table = None
+    if extras["groups"] is not None:
+        group_table, medians = _per_group(report_parts["mean"], y, np.asarray(extras["groups"]),
+                                          n_bins)
+        report_parts["table"] = pd.concat(
+            [report_parts["table"],
+             medians.astype({"class": report_parts["table"]["class"].dtype})],
+            ignore_index=True)
     names = extras["class_names"] or tuple(str(c) for c in classes)
     warnings = tuple(str(w) for w in getattr(posterior_or_draws, "warnings", ()) or ()) \
         + _draw_count_warnings(int(num_draws), levels, interval) \
@@ -719,7 +746,7 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
         fit_warnings=tuple(f for f in found if f.severity == "warning"),
         interval_score=report_parts["interval_score"],
         detection_roc=report_parts["detection_roc"], pd_at_far=report_parts["pd_at_far"],
-        bootstrap=bootstrap_result, conformal=conformal_report,
+        bootstrap=bootstrap_result, conformal=conformal_report, groups=group_table,
     )
     if shift_plan is not None:
         # Each copy is evaluated exactly as the clean data; only tables are combined.
@@ -731,6 +758,49 @@ def evaluate(posterior_or_draws: object, data_or_labels: object,
             progress_bar=progress_bar)
         report = dataclasses.replace(report, shift=shift, shift_copies=shift_copies)
     return report
+
+
+# Metrics reported per test group, each by the same function as its pooled row.
+GROUP_METRICS = ("ece", "auarc", "balanced_accuracy", "detection_auroc")
+
+
+def _per_group(mean: np.ndarray, y: np.ndarray, groups: np.ndarray, n_bins: int
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per test group, the table rows of their medians)."""
+    nan = float("nan")
+    K = mean.shape[1]
+    rows = []
+    for group in np.unique(groups):
+        member = groups == group
+        p, labels = mean[member], y[member]
+        n_targets = int((labels == 1).sum())
+        rows.append({
+            "group": group.item(), "n_points": int(member.sum()),
+            "ece": float(cal.ece(p, labels, n_bins)),
+            # one point has no rejection axis: AUARC is NaN there by definition
+            "auarc": float(sel.auarc(p, labels)) if labels.size > 1 else nan,
+            "balanced_accuracy": float(sel.balanced_accuracy(p, labels)),
+            "detection_auroc": (float(detection_roc(p[:, 1], labels == 1).auroc)
+                                if K == 2 and 0 < n_targets < labels.size else nan),
+        })
+    table = pd.DataFrame(rows, columns=["group", "n_points", *GROUP_METRICS])
+    variants = {"ece": f"top_label, equal_width/{n_bins} bins",
+                "auarc": "Mehrtens et al. 2023, balanced accuracy, x = k / k_max",
+                "balanced_accuracy": "mean recall over present classes",
+                "detection_auroc": "score P(class 1), tie-aware"}
+    medians = []
+    for metric in GROUP_METRICS:
+        values = table[metric].to_numpy(np.float64)
+        known = values[~np.isnan(values)]
+        if metric == "detection_auroc" and K != 2:
+            continue
+        medians.append(dict(
+            metric=f"{metric}_group_median",
+            variant=f"median over {known.size} of {len(table)} test groups, "
+                    f"{variants[metric]}",
+            level=nan, **{"class": None},
+            value=float(np.median(known)) if known.size else nan, stderr=nan))
+    return table, pd.DataFrame(medians, columns=TABLE_COLUMNS)
 
 
 def _with_conformal(rule: Any, mean: np.ndarray, y: np.ndarray, truth: np.ndarray | None,

@@ -47,7 +47,7 @@ class Headline:
         Column header and its one-line meaning (the report's legend).
     group : str
         The report's column group (``"fit"``, ``"level"``, ``"accuracy"``,
-        ``"calibration"``, ``"selective"``, ``"detection"``).
+        ``"calibration"``, ``"selective"``, ``"detection"``, ``"groups"``).
     axis : {"level", "far"} or None
         The key takes a credible level or a false-alarm rate.
     better : {"higher", "lower", "nominal"} or None
@@ -208,6 +208,17 @@ HEADLINE: tuple[Headline, ...] = (
        "uncertainty"),
     _h("detection_auroc", "AUROC", "detection AUROC, class 1 the target", "detection",
        "comparison report shift", better="higher"),
+    # Per test group (data with groups_test, e.g. split="groups"): the median over the
+    # groups of each group's metric, as Mehrtens et al. (2023) report ECE over slides.
+    _h("ece_group_median", "ECE med. group", "median over the test groups of each group's "
+       "ECE (top-label, 15 equal-width bins)", "groups", "", better="lower"),
+    _h("auarc_group_median", "AUARC med. group", "median over the test groups of each "
+       "group's AUARC with balanced accuracy", "groups", "", better="higher"),
+    _h("balanced_accuracy_group_median", "balanced med. group", "median over the test "
+       "groups of each group's balanced accuracy", "groups", "", better="higher"),
+    _h("detection_auroc_group_median", "AUROC med. group", "median over the test groups "
+       "(with targets and background) of each group's detection AUROC", "groups", "",
+       better="higher"),
     _h("pd_at_far", f"Pd@FAR {_L}", f"probability of detection at false-alarm rate {_L}",
        "detection", "comparison report", axis="far", better="higher"),
     _h("pd_at_far_lower", "lower", "Clopper–Pearson 95 % lower bound of Pd", "detection",

@@ -138,8 +138,9 @@ def calibration_split(data: Any, calibration_fraction: float = DEFAULT_CALIBRATI
     coords = None if data.coords_train is None else data.coords_train[keep]
     meta = {**data.meta, "calibration_split": {"calibration_fraction": fraction,
                                                "seed": seed, "n_calibration": int(pick.sum())}}
+    groups = None if getattr(data, "groups_train", None) is None else data.groups_train[keep]
     fit_data = dataclasses.replace(data, X_train=data.X_train[keep], y_train=data.y_train[keep],
-                                   coords_train=coords, meta=meta)
+                                   coords_train=coords, groups_train=groups, meta=meta)
     return fit_data, (np.array(data.X_train[pick]), np.array(data.y_train[pick]))
 
 

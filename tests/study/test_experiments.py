@@ -101,3 +101,27 @@ def test_readmes_list_the_experiments_and_mark_missing_results():
     assert "## Results: not yet run" in readme or "## Results" in readme
     assert "uqzoo study run experiments/seed_study/study.toml" in readme
     assert "run_cluster.py" in readme and "jobqueue.yaml" in readme
+
+
+def test_shift_and_noise_table_is_what_its_results_give():
+    """The committed table is the summary of the committed results, and the config's
+    method options are ones the methods take."""
+    import importlib.util
+    import tomllib
+
+    import pandas as pd
+
+    folder = EXPERIMENTS / "shift_and_noise"
+    spec = importlib.util.spec_from_file_location("shift_and_noise_run", folder / "run.py")
+    assert spec is not None and spec.loader is not None
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    config = tomllib.loads((folder / "config.toml").read_text())
+    for method, options in config["methods"].items():
+        uz.methods.make_config(method, **options)
+    results = pd.read_csv(folder / "results.csv")
+    assert len(results) == (config["replicates"] * len(config["shifts"])
+                            * len(config["label_noise"]) * len(config["methods"]))
+    table = run._markdown(run.summarize(results, tuple(config["levels"])))
+    assert (folder / "table.md").read_text() == table + "\n"
+    assert table.splitlines()[2] in (folder / "README.md").read_text()

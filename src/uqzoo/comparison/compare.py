@@ -385,7 +385,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
             copies: int = 10, class_weight: object = None,
             target_prior: object = None, recalibrate: str | None = None,
             reference: object = "auto", conformal: float | None = None,
-            conformal_score: str = "lac", conformal_mondrian: bool = False) -> Comparison:
+            conformal_score: str = "lac", conformal_mondrian: bool = False,
+            label_noise: float | None = None,
+            label_noise_kind: str = "symmetric") -> Comparison:
     """Fit each method on ``data`` and evaluate it on the test split.
 
     Parameters
@@ -508,6 +510,14 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         The conformal sets' nonconformity score.
     conformal_mondrian : bool
         Class-conditional (Mondrian) calibration of the conformal sets.
+    label_noise : float in [0, 1), optional
+        Flip this share of the training labels before anything is fitted
+        (:func:`uqzoo.datasets.with_label_noise`, seeded from ``seed``); the
+        test set and its truth stay clean, so every method is judged on how
+        it copes with noisy training labels. ``settings.data`` records it.
+    label_noise_kind : {"symmetric", "class_conditional"}
+        How flipped labels are chosen (class-conditional: the default pair
+        flip, class k to k + 1).
 
     Returns
     -------
@@ -550,6 +560,11 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     if len(set(names)) != len(names):
         raise InvalidInputError(f"methods must not repeat a name, got {names}")
     seed = check_seed(seed)
+    if label_noise is not None:
+        from uqzoo.datasets import with_label_noise
+
+        data = with_label_noise(data, label_noise, label_noise_kind,
+                                seed=label_noise_seed(seed))
     levels = check_levels(levels)
     delta = check_float(delta, "delta", low=0.0, high=0.5, low_open=True, high_open=True)
     fars = tuple(float(f) for f in _check_fars(far))
@@ -901,6 +916,12 @@ def _fidelity_columns(fid: Any) -> dict[str, float]:
     return {headline.get(f"fidelity_{score.name}").key(): score.value for score in fid.scores}
 
 
+def label_noise_seed(seed: int) -> int:
+    """The seed of a comparison's label noise: its own stream from the comparison's seed,
+    so that which labels flip does not follow the fits' random numbers."""
+    return int(np.random.SeedSequence([seed, 0x1AB]).generate_state(1)[0])
+
+
 def _calibration_split(data: Any, recalibrate: object, seed: int, conformal: bool = False
                        ) -> tuple[Any, Any, dict[str, Any] | None]:
     """(data to fit on, held-out calibration (X, y) or None, the recalibration record).
@@ -1020,6 +1041,12 @@ def describe_data(data: Any, recalibration: Mapping[str, Any] | None = None,
         shown = ", ".join(f"{k}={_option_text(v)}" for k, v in options.items() if _is_plain(v))
         if shown:
             items.append(("options", shown))
+    noise = meta.get("label_noise")
+    if isinstance(noise, Mapping):
+        items.append(("label noise",
+                      f"{noise['n_flipped']:,} training labels ({float(noise['rate']):.0%}) "
+                      f"flipped, {noise['kind']}, seed {noise['seed']}; test labels and truth "
+                      "clean"))
     if recalibration:
         rec = recalibration
         items.append(("calibration split",

@@ -19,6 +19,8 @@ with their options, and the settings of the evaluation::
     conformal_score = "lac"             # or "aps"
     conformal_mondrian = false          # class-conditional calibration
     reference = "auto"                  # "auto" (default), "none", "hmc" or a saved reference
+    label_noise = 0.1                   # flip this share of training labels; optional
+    label_noise_kind = "symmetric"      # or "class_conditional" (class k to k + 1)
 
     [data]
     dataset = "sim-teacher"             # a name (uz.datasets.names()) or a file
@@ -93,7 +95,7 @@ INTERVALS = ("equal_tailed", "order_statistic")
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
                  "perturb", "copies", "target_prior", "recalibrate", "reference", "conformal",
-                 "conformal_score", "conformal_mondrian")
+                 "conformal_score", "conformal_mondrian", "label_noise", "label_noise_kind")
 # Perturbed copies per perturbation when a config names perturbations.
 DEFAULT_COPIES = 10
 # Spec fields the data decide.
@@ -205,6 +207,10 @@ class CompareConfig:
         ``uqzoo reference``: every method is also scored by its closeness to it
         (``uz.compare(reference=...)``); None (``"none"`` in a file): not. A
         relative path in a file is relative to the file's folder.
+    label_noise : float or None
+        Share of training labels flipped before the fits
+        (``uz.compare(label_noise=...)``); None: none.
+    label_noise_kind : {"symmetric", "class_conditional"}
     source : str
         Where the config came from (a file, or the command line); not compared.
     """
@@ -228,6 +234,8 @@ class CompareConfig:
     conformal: float | None = None
     conformal_score: str = "lac"
     conformal_mondrian: bool = False
+    label_noise: float | None = None
+    label_noise_kind: str = "symmetric"
     source: str = dataclasses.field(default="", compare=False)
 
     # -- what a run needs ------------------------------------------------------------
@@ -288,7 +296,8 @@ class CompareConfig:
                        copies=self.copies, target_prior=self.target_prior,
                        recalibrate=self.recalibrate, reference=self.reference,
                        conformal=self.conformal, conformal_score=self.conformal_score,
-                       conformal_mondrian=self.conformal_mondrian)
+                       conformal_mondrian=self.conformal_mondrian,
+                       label_noise=self.label_noise, label_noise_kind=self.label_noise_kind)
 
     # -- resolving and writing ------------------------------------------------------
 
@@ -341,6 +350,8 @@ class CompareConfig:
         if self.conformal is not None:
             head.update(conformal=self.conformal, conformal_score=self.conformal_score,
                         conformal_mondrian=self.conformal_mondrian)
+        if self.label_noise is not None:
+            head.update(label_noise=self.label_noise, label_noise_kind=self.label_noise_kind)
         defaults = data_options(self.dataset)
         data = {"dataset": self.dataset}
         for key, value in self.data.items():
@@ -535,6 +546,7 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
                                     f"leave the key out, for no recalibration), got {value!r}")
         out["recalibrate"] = None if value == _NONE else value
     out.update(_read_conformal(head, path))
+    out.update(_read_label_noise(head, path))
     if "reference" in head:
         value = toml.check_str(head["reference"], path, "compare.reference")
         if not value.strip():
@@ -585,6 +597,29 @@ def _read_conformal(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
     if ("conformal_score" in out or "conformal_mondrian" in out) and "conformal" not in out:
         raise InvalidInputError(f"{toml.where(path, 'compare.conformal')}: conformal_score and "
                                 "conformal_mondrian need conformal = LEVEL (e.g. 0.9)")
+    return out
+
+
+def _read_label_noise(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """``label_noise`` (a rate in [0, 1)) and ``label_noise_kind`` of ``[compare]``."""
+    from uqzoo.datasets.noise import LABEL_NOISE_KINDS
+
+    out: dict[str, Any] = {}
+    if "label_noise" in head:
+        rate = toml.check_number(head["label_noise"], path, "compare.label_noise")
+        if not 0.0 <= rate < 1.0:
+            raise InvalidInputError(f"{toml.where(path, 'compare.label_noise')}: must be a rate "
+                                    f"in [0, 1) such as 0.1, got {rate}")
+        out["label_noise"] = rate
+    if "label_noise_kind" in head:
+        value = toml.check_str(head["label_noise_kind"], path, "compare.label_noise_kind")
+        if value not in LABEL_NOISE_KINDS:
+            raise InvalidInputError(f"{toml.where(path, 'compare.label_noise_kind')}: must be "
+                                    f"one of {', '.join(LABEL_NOISE_KINDS)}, got {value!r}")
+        if "label_noise" not in out:
+            raise InvalidInputError(f"{toml.where(path, 'compare.label_noise_kind')}: needs "
+                                    "label_noise = RATE (e.g. 0.1)")
+        out["label_noise_kind"] = value
     return out
 
 

@@ -18,7 +18,7 @@ from uqzoo._validation import (
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["MAX_CLASSES", "ClassificationData", "check_classes"]
+__all__ = ["MAX_CLASSES", "ClassificationData", "check_classes", "check_groups"]
 
 # A bound far above any classification problem this library is for, so that a
 # typo cannot make the default class names (one string per class) exhaust memory.
@@ -46,6 +46,38 @@ def _check_coords(coords: object, name: str, n_rows: int) -> np.ndarray | None:
     if arr.size and arr.min() < 0:
         raise InvalidInputError(f"{name} must hold non-negative pixel positions")
     return arr.astype(np.int64)
+
+
+def check_groups(groups: object, name: str, n_rows: int) -> np.ndarray | None:
+    """``groups`` as a 1-D int64 or str array of one group label per row, or None.
+
+    A group is where a row came from (a hospital, a site, a region of a
+    scene): rows of one group share its conditions, so a model is judged on
+    groups it never saw (``split="groups"``) and per group
+    (:func:`uqzoo.evaluate`). Labels are integers or strings; floats, bools
+    and missing values are refused, since a group must be named exactly.
+    """
+    if groups is None:
+        return None
+    arr = as_array(groups, name, "a 1-D array of integer or string group labels")
+    if arr.ndim != 1 or arr.shape[0] != n_rows:
+        raise InvalidInputError(
+            f"{name} must be a 1-D array of one group label per row (N = {n_rows}), "
+            f"got {_show(arr)}")
+    if arr.dtype == object:
+        values = arr.tolist()
+        if all(isinstance(v, str) for v in values):
+            arr = np.array(values, dtype=str) if values else np.zeros(0, dtype=str)
+        elif all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                 for v in values):
+            arr = np.array(values, dtype=np.int64)
+    if np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_:
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "U":
+        return arr
+    raise InvalidTypeError(
+        f"{name} must hold integer or string group labels (no floats, bools or missing "
+        f"values), got {_show(arr)}")
 
 
 def check_classes(classes: object, n_classes: int) -> tuple[Any, ...]:
@@ -106,6 +138,11 @@ class ClassificationData:
         ``uz.datasets.from_arrays(X, y)`` with labels {5, 6} stores classes 0
         and 1 and ``classes == (5, 6)``. Default ``tuple(range(n_classes))``.
         Fitted posteriors and evaluation tables carry these labels.
+    groups_train, groups_test : array of shape (N_train,) and (N_test,) or None
+        The group of every row (a hospital, a site, a region of a scene):
+        integer or string labels, stored as int64 or str arrays. With
+        ``groups_test``, :func:`uqzoo.evaluate` also reports metrics per test
+        group and their median. None when the data carry no groups.
 
     Examples
     --------
@@ -131,6 +168,8 @@ class ClassificationData:
     coords_train: np.ndarray | None = None
     coords_test: np.ndarray | None = None
     classes: tuple[Any, ...] | None = None
+    groups_train: np.ndarray | None = None
+    groups_test: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: validated copies replace the inputs
@@ -177,6 +216,10 @@ class ClassificationData:
                                                           X_train.shape[0])))
         set_(self, "coords_test", _frozen(_check_coords(self.coords_test, "coords_test",
                                                          X_test.shape[0])))
+        set_(self, "groups_train", _frozen(check_groups(self.groups_train, "groups_train",
+                                                        X_train.shape[0])))
+        set_(self, "groups_test", _frozen(check_groups(self.groups_test, "groups_test",
+                                                       X_test.shape[0])))
 
     @property
     def n_features(self) -> int:

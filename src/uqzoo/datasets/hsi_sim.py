@@ -59,6 +59,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -68,8 +69,8 @@ from uqzoo.datasets._base import ClassificationData
 from uqzoo.datasets._standardize import standardize as _standardize
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["SceneModel", "library_target_names", "load_hsi_sim", "scene_log_likelihoods",
-           "shifted_log_likelihoods", "shifted_p_true"]
+__all__ = ["DOMAIN_SHIFTS", "SceneModel", "library_target_names", "load_hsi_sim",
+           "scene_log_likelihoods", "shifted_log_likelihoods", "shifted_p_true"]
 
 LIBRARY_FILE = "spectral_library_usgs_10nm.npz"
 COMPONENTS = ("vegetation", "soil", "manmade")
@@ -89,6 +90,17 @@ SHRINKAGE = 0.1
 # Pixels per chunk in the truth: bounds memory to chunk × distinct a_vis × C.
 TRUTH_CHUNK = 4096
 DEFAULT_TARGET = "Plastic Tarp GDS339 Green"
+# The held-out domains of ``domain_shift``: the test half seen under another
+# illumination, x' = gain · x + offset (a dimmer sun or thin cloud scales the
+# reflectance; haze adds path radiance, here a flat offset in reflectance
+# units, against spectra of about 0.05–0.5), over a different mix of clutter
+# components. "weak": 10 % dimmer, a slight haze, a little more built-up land;
+# "strong": 30 % dimmer, a heavy haze, a built-up area where man-made clutter,
+# the class the target belongs to, dominates.
+DOMAIN_SHIFTS: dict[str, dict[str, Any]] = {
+    "weak": {"gain": 0.9, "offset": 0.01, "component_weights": (0.4, 0.3, 0.3)},
+    "strong": {"gain": 0.7, "offset": 0.03, "component_weights": (0.2, 0.2, 0.6)},
+}
 
 
 def _library() -> np.lib.npyio.NpzFile:
@@ -267,25 +279,42 @@ def shifted_p_true(data: ClassificationData, X: np.ndarray, matrix: np.ndarray,
         raise InvalidInputError("data.meta does not describe an hsi-sim scene's bands")
     prior = data.meta["prior"]
     values = prior["visible_values"]
+    domain = data.meta.get("domain_shift")
+    if domain is not None:
+        # The test pixels are already x_d = g x + c·1; a change A x_d + b of them is
+        # A g x + (A c·1 + b) of the scene's own spectra.
+        matrix = np.asarray(matrix, dtype=np.float64)
+        offset = matrix @ np.full(matrix.shape[1], domain["offset"]) + np.asarray(offset)
+        matrix = domain["gain"] * matrix
     return _posterior(lambda rows: shifted_log_likelihoods(model, rows, values, matrix, offset,
                                                            noise_var),
                       X, prior["counts"], progress_bar=False)
 
 
 def _truth(model: SceneModel, X: np.ndarray, visible: np.ndarray, component: np.ndarray,
-           label: np.ndarray, progress_bar: bool) -> tuple[np.ndarray, dict]:
+           label: np.ndarray, progress_bar: bool, gain: float = 1.0, offset: float = 0.0
+           ) -> tuple[np.ndarray, dict]:
     """P(y = 1 | x) with the joint frequency of (a_vis, c, y) in the same pixels as prior.
 
     Only a_vis, c and y enter: the likelihood depends on (a, o) through
     a_vis = a(1 − o) alone, so π(a_vis, c, y) = Σ over the (a, o) that give
-    a_vis and whose a is on the side of a_min that gives y.
+    a_vis and whose a is on the side of a_min that gives y. With ``gain`` or
+    ``offset``, ``X`` holds x' = gain · x + offset of the scene's spectra x.
     """
     values, v_index = np.unique(visible, return_inverse=True)
     n_comp = len(COMPONENTS)
     counts = np.zeros((values.size, n_comp, 2))
     np.add.at(counts, (v_index, component, label), 1.0)
-    p1 = _posterior(lambda rows: scene_log_likelihoods(model, rows, values), X, counts,
-                    progress_bar)
+    if gain == 1.0 and offset == 0.0:
+        def loglik(rows: np.ndarray) -> np.ndarray:
+            return scene_log_likelihoods(model, rows, values)
+    else:
+        n_bands = model.target.shape[0]
+
+        def loglik(rows: np.ndarray) -> np.ndarray:
+            return shifted_log_likelihoods(model, rows, values, gain * np.eye(n_bands),
+                                           np.full(n_bands, offset), np.zeros(n_bands))
+    p1 = _posterior(loglik, X, counts, progress_bar)
     prior = {"visible_values": values, "counts": counts}
     return p1, prior
 
@@ -313,8 +342,9 @@ def _posterior(log_likelihoods: Callable[[np.ndarray], np.ndarray], X: np.ndarra
 
 def _layout(size: int, n_targets: int, radius: tuple[float, float],
             occluded_fraction: float, max_occlusion: float, rng: np.random.Generator
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Component map, covered sub-pixel counts (a = hits / k²) and occlusion map, (size, size)."""
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Component map, covered sub-pixel counts (a = hits / k²), occlusion map and Voronoi
+    patch of every pixel, each (size, size)."""
     # Voronoi patches about 15 pixels across.
     n_patches = max(len(COMPONENTS), round(size * size / 225))
     seeds = rng.uniform(0, size, size=(n_patches, 2))
@@ -356,7 +386,7 @@ def _layout(size: int, n_targets: int, radius: tuple[float, float],
         occlusion[pix_r, pix_c] = np.maximum(occlusion[pix_r, pix_c], occ)
     hits = covered.reshape(size, k, size, k).sum(axis=(1, 3))
     occlusion = np.where(hits > 0, occlusion, 0.0)
-    return component, hits, occlusion
+    return component, hits, occlusion, nearest
 
 
 def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
@@ -364,11 +394,18 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
                  occluded_fraction: float = 0.3, max_occlusion: float = 0.8,
                  noise: float = 0.01, target: str = DEFAULT_TARGET,
                  n_bands: int = 211, standardize: bool = True, seed: int = 0,
-                 progress_bar: bool = True) -> ClassificationData:
+                 progress_bar: bool = True, domain_shift: str = "none") -> ClassificationData:
     """A synthetic hyperspectral target-detection scene with exact ``p_true_test``.
 
     See the module docstring for the model. The left half of the scene
-    (columns < size // 2) trains, the right half tests.
+    (columns < size // 2) trains, the right half tests. With
+    ``domain_shift``, the right half is a held-out domain: its patches draw
+    their clutter component from another mix and its spectra are seen under
+    another illumination, x' = g x + c (:data:`DOMAIN_SHIFTS`). The truth
+    stays exact: x' given (a_vis, c) is Gaussian with mean g(a_vis t +
+    (1 − a_vis) μ_c) + c and covariance g²((1 − a_vis)² Σ_c + σ² I)
+    (:func:`shifted_log_likelihoods` with A = g I), and the prior is the
+    (a_vis, c, y) frequency of the shifted test half.
 
     Parameters
     ----------
@@ -398,6 +435,9 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
         Seed of the layout and the spectra.
     progress_bar : bool
         Show a tqdm bar while the truth is computed (when it takes over 1 s).
+    domain_shift : {"none", "weak", "strong"}
+        Make the test half a held-out domain (see above); the training half
+        is the same as without it for the same seed.
 
     Returns
     -------
@@ -408,7 +448,9 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
         ``abundance``, ``occlusion``, ``visible_abundance``, ``component``
         maps (size, size), ``wavelengths_nm``, ``prior`` (the (a_vis, c, y)
         counts used by the truth), ``uncertain_fraction`` (share of test
-        pixels with 0.05 < p_true < 0.95) and ``timing_s``.
+        pixels with 0.05 < p_true < 0.95) and ``timing_s``; with a domain
+        shift also ``domain_shift`` (its name, ``gain``, ``offset`` and test
+        ``component_weights``).
 
     Example
     -------
@@ -416,6 +458,9 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
     >>> data = uz.datasets.load("hsi-sim", size=32, n_bands=20, seed=0)
     >>> data.X_test.shape, data.p_true_test.shape
     ((512, 20), (512, 2))
+    >>> shifted = uz.datasets.load("hsi-sim", size=32, n_bands=20, seed=0, domain_shift="strong")
+    >>> bool((shifted.X_train == data.X_train).all()), shifted.meta["domain_shift"]["gain"]
+    (True, 0.7)
 
     References
     ----------
@@ -442,14 +487,24 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
     seed = check_seed(seed)
     if not isinstance(progress_bar, (bool, np.bool_)):
         raise InvalidTypeError(f"progress_bar must be True or False, got {progress_bar!r}")
+    domain_shift = check_choice(domain_shift, "domain_shift", ("none", *DOMAIN_SHIFTS))
+    domain = None if domain_shift == "none" else {"name": domain_shift,
+                                                  **DOMAIN_SHIFTS[domain_shift]}
 
     t0 = time.perf_counter()
     band_idx = np.unique(np.round(np.linspace(0, 210, n_bands)).astype(np.int64))
     model = SceneModel(target, noise, band_idx)
-    layout_rng, spectra_rng = (np.random.default_rng(s) for s in
-                               np.random.SeedSequence(seed).spawn(2))
-    component, hits, occlusion = _layout(size, n_targets, (r_lo, r_hi), occluded_fraction,
-                                         max_occlusion, layout_rng)
+    # A third stream for the shifted domain: the first two, hence the training half,
+    # are those of the scene without it (spawned children depend on their index only).
+    layout_rng, spectra_rng, domain_rng = (np.random.default_rng(s) for s in
+                                           np.random.SeedSequence(seed).spawn(3))
+    component, hits, occlusion, patch = _layout(size, n_targets, (r_lo, r_hi),
+                                                occluded_fraction, max_occlusion, layout_rng)
+    if domain is not None:
+        redrawn = domain_rng.choice(len(COMPONENTS), size=int(patch.max()) + 1,
+                                    p=domain["component_weights"])
+        component = component.copy()
+        component[:, size // 2:] = redrawn[patch[:, size // 2:]]
     abundance = hits / SUPERSAMPLE ** 2
     # a ≥ a_min compared on the integer grid so that no rounding decides a label.
     label_map = (hits >= a_min * SUPERSAMPLE ** 2 - 1e-9).astype(np.int64)
@@ -472,7 +527,13 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
             f"use more targets (n_targets={n_targets}), larger radius={radius} "
             "or a smaller a_min"
         )
-    p1, prior = _truth(model, X[test], flat_v[test], flat_c[test], flat_y[test], progress_bar)
+    if domain is None:
+        p1, prior = _truth(model, X[test], flat_v[test], flat_c[test], flat_y[test],
+                           progress_bar)
+    else:
+        X[test] = domain["gain"] * X[test] + domain["offset"]
+        p1, prior = _truth(model, X[test], flat_v[test], flat_c[test], flat_y[test],
+                           progress_bar, gain=domain["gain"], offset=domain["offset"])
     t_truth = time.perf_counter() - t0 - t_sample
 
     X_train, X_test = X[train], X[test]
@@ -494,6 +555,9 @@ def load_hsi_sim(*, size: int = 100, n_targets: int | None = None,
         "citation": "Kokaly, R.F., et al., 2017, USGS Spectral Library Version 7, "
                     "USGS Data Series 1035, doi:10.3133/ds1035",
     }
+    if domain is not None:
+        meta["options"]["domain_shift"] = domain_shift
+        meta["domain_shift"] = domain
     if standardize:
         X_train, X_test, stats = _standardize(X_train, X_test)
         meta.update(stats)

@@ -236,6 +236,7 @@ def resample_prior(data: Any, prior: Mapping[Any, float] | Sequence[float], *,
         "source_prior": None if source is None else [float(v) for v in source],
         "n_test_before": int(data.n_test),
     }
+    groups = None if data.groups_test is None else np.asarray(data.groups_test)[index]
     return dataclasses.replace(
         data, X_test=np.asarray(data.X_test)[index], y_test=y[index], p_true_test=p_true,
-        coords_test=coords, meta={**data.meta, "resampled_prior": record})
+        coords_test=coords, groups_test=groups, meta={**data.meta, "resampled_prior": record})

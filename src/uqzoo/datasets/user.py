@@ -27,7 +27,7 @@ from uqzoo._validation import (
     check_seed,
 )
 from uqzoo.datasets import _splits
-from uqzoo.datasets._base import MAX_CLASSES, ClassificationData
+from uqzoo.datasets._base import MAX_CLASSES, ClassificationData, check_groups
 from uqzoo.datasets._standardize import (
     check_test_size,
     stratified_split,
@@ -247,15 +247,19 @@ def _encode_labels(y: object, y_test: object, *, n_rows: int, n_test_rows: int |
 def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object = None,
                 test_size: float = 0.25, seed: int = 0, n_classes: int | None = None,
                 class_names: Sequence[str] | None = None, standardize: bool = True,
-                p_true_test: object = None, name: str = "custom") -> ClassificationData:
+                p_true_test: object = None, name: str = "custom", groups: object = None,
+                groups_test: object = None, split: str = "stratified") -> ClassificationData:
     """Build a :class:`ClassificationData` from arrays.
 
     Labels of any kind are encoded as scikit-learn's ``LabelEncoder`` does:
     the distinct labels of ``y``, sorted, become classes 0..K-1 and are kept
     as ``data.classes``, so labels {5, 6} give two classes, not seven. Without
     ``X_test``, a seeded stratified split holds out ``test_size`` of each
-    class. Features are standardised with training statistics, computed in
-    float64 (``meta["mean"]``, ``meta["scale"]``), unless ``standardize=False``.
+    class; with ``split="groups"`` whole groups (hospitals, sites: rows that
+    share conditions) are held out instead, so the test set is a shift to
+    groups the model never saw. Features are standardised with training
+    statistics, computed in float64 (``meta["mean"]``, ``meta["scale"]``),
+    unless ``standardize=False``.
 
     Parameters
     ----------
@@ -269,7 +273,9 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
         A given test set; then ``X``, ``y`` are all training data, and every
         label of ``y_test`` must occur in ``y``.
     test_size : float in (0, 1)
-        Held-out fraction per class when no test set is given.
+        Held-out fraction per class when no test set is given; with
+        ``split="groups"`` the share of the groups held out,
+        ``round(test_size * G)`` of G groups (at least one, at most G − 1).
     seed : int
         Seed of the split.
     n_classes : int, optional
@@ -286,12 +292,30 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
         Known true class probabilities of the test points; only with ``X_test``.
     name : str
         Name of the data set.
+    groups : array of shape (N,), optional
+        The group of every row of ``X`` (integer or string labels). Kept as
+        ``groups_train`` / ``groups_test``, so :func:`uqzoo.evaluate` reports
+        metrics per test group.
+    groups_test : array of shape (N_test,), optional
+        The group of every row of a given ``X_test`` (with ``X_test`` only).
+    split : {"stratified", "groups"}
+        How the test set is held out when no ``X_test`` is given: a seeded
+        stratified split of rows, or whole groups chosen by ``seed`` (needs
+        ``groups``).
 
     Returns
     -------
     ClassificationData
         ``classes`` holds the original labels, ``class_names`` their display
-        strings.
+        strings. With ``split="groups"``, ``meta["test_groups"]`` lists the
+        held-out groups.
+
+    Raises
+    ------
+    InvalidInputError
+        ``split="groups"`` without ``groups``, with a given ``X_test``, with
+        one group only, or when the held-out groups take every row of a class
+        (it would have no training rows).
 
     Warns
     -----
@@ -306,17 +330,56 @@ def from_arrays(X: object, y: object, *, X_test: object = None, y_test: object =
     >>> data = uz.datasets.from_arrays(X, np.where(X[:, 0] > 0, "yes", "no"), seed=0)
     >>> data.n_train, data.n_test, data.classes
     (30, 10, ('no', 'yes'))
+
+    Whole groups held out (four sites, one of them for testing):
+
+    >>> site = np.repeat(["a", "b", "c", "d"], 10)
+    >>> shifted = uz.datasets.from_arrays(X, X[:, 0] > 0, groups=site, split="groups", seed=0)
+    >>> shifted.meta["test_groups"], shifted.groups_test.tolist() == ["c"] * 10
+    (['c'], True)
     """
     return _from_arrays(X, y, X_test=X_test, y_test=y_test, test_size=test_size, seed=seed,
                         n_classes=n_classes, class_names=class_names,
-                        standardize=standardize, p_true_test=p_true_test, name=name)
+                        standardize=standardize, p_true_test=p_true_test, name=name,
+                        groups=groups, groups_test=groups_test, split=split)
+
+
+# How from_arrays and from_csv hold out a test set when none is given.
+ARRAY_SPLITS = ("stratified", "groups")
+
+
+def _group_split(y: np.ndarray, groups: np.ndarray, test_size: float, seed: int,
+                describe: Callable[[int], str] = str) -> tuple[np.ndarray, np.ndarray, list]:
+    """(train rows, test rows, held-out groups): whole groups to test, chosen by ``seed``.
+
+    ``round(test_size * G)`` of the G distinct groups, at least one and at most
+    G − 1, are held out. ``describe`` names a class code in messages.
+    """
+    names = np.unique(groups)
+    if names.size < 2:
+        raise InvalidInputError(
+            f"split='groups' needs at least two groups (one to train on, one to test), got "
+            f"only {_preview(names)}")
+    n_test = min(max(round(test_size * names.size), 1), names.size - 1)
+    held = np.sort(np.random.default_rng(seed).permutation(names)[:n_test])
+    is_test = np.isin(groups, held)
+    train, test = np.flatnonzero(~is_test), np.flatnonzero(is_test)
+    lost = sorted(set(np.unique(y[test]).tolist()) - set(np.unique(y[train]).tolist()))
+    if lost:
+        raise InvalidInputError(
+            f"split='groups' with seed={seed} holds out groups {_preview(held)}, which hold "
+            f"every row of class(es) {[describe(k) for k in lost]}: no training rows would be "
+            "left for them; use another seed or test_size, or regroup")
+    return train, test, held.tolist()
 
 
 def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_names,
                  standardize, p_true_test, name, extra_meta=None,
-                 y_name: str = "y") -> ClassificationData:
+                 y_name: str = "y", groups: object = None, groups_test: object = None,
+                 split: str = "stratified", groups_name: str = "groups") -> ClassificationData:
     seed = check_seed(seed)
     test_size = check_test_size(test_size)
+    split = check_choice(split, "split", ARRAY_SPLITS)
     standardize = check_bool(standardize, "standardize")
     if not isinstance(name, str):
         raise InvalidTypeError(f"name must be a str, got {_show(name)}")
@@ -339,19 +402,42 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
         n_classes=n_classes, class_names=class_names, y_name=y_name)
     train: np.ndarray | None = None
     test: np.ndarray | None = None
+    row_groups = check_groups(groups, groups_name, X32.shape[0])
+    if groups_test is not None and X_test is None:
+        raise InvalidInputError(
+            "groups_test needs X_test: it names the group of each given test row")
+    if split == "groups" and (X_test is not None or row_groups is None):
+        raise InvalidInputError(
+            "split='groups' holds out whole groups, so it needs groups (each row's group)"
+            if X_test is None else
+            "split='groups' applies when no X_test is given (the split makes the test set)")
+    held: list | None = None
     if X_test is None:
         if p_true_test is not None:
             raise InvalidInputError(
                 "p_true_test needs X_test and y_test: its rows must match given test points"
             )
-        train, test = stratified_split(y, test_size, seed)
+        if split == "groups":
+            assert row_groups is not None
+            train, test, held = _group_split(
+                y, row_groups, test_size, seed,
+                describe=lambda k: classes[k] if classes is not None else k)
+        else:
+            train, test = stratified_split(y, test_size, seed)
         X_train, y_train, X_te, y_te = X64[train], y[train], X64[test], y[test]
+        groups_tr = None if row_groups is None else row_groups[train]
+        groups_te = None if row_groups is None else row_groups[test]
     else:
         X_train, y_train = X64, y
         X_te = np.asarray(X_test, dtype=np.float64)
+        groups_tr = row_groups
+        groups_te = check_groups(groups_test, "groups_test", X_te32.shape[0]) \
+            if X_te32 is not None and groups_test is not None else None
     assert y_te is not None
     meta = {"options": {"test_size": test_size if X_test is None else None, "seed": seed,
-                        "standardize": standardize}, **(extra_meta or {})}
+                        "standardize": standardize, "split": split}, **(extra_meta or {})}
+    if held is not None:
+        meta["test_groups"] = held
     if train is not None:
         meta["train_index"], meta["test_index"] = train, test
     if standardize:
@@ -363,7 +449,8 @@ def _from_arrays(X, y, *, X_test, y_test, test_size, seed, n_classes, class_name
     return ClassificationData(X_train=X_train, y_train=y_train, X_test=X_te, y_test=y_te,
                               n_classes=n_classes, p_true_test=p_true_test,
                               class_names=None if class_names is None else tuple(class_names),
-                              name=name, meta=meta, classes=classes)
+                              name=name, meta=meta, classes=classes,
+                              groups_train=groups_tr, groups_test=groups_te)
 
 
 def _check_path(path: object, name: str) -> str:
@@ -414,6 +501,7 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
              test_size: float = 0.25, seed: int = 0, n_classes: int | None = None,
              class_names: Sequence[str] | None = None, standardize: bool = True,
              p_true_test: object = None, name: str | None = None,
+             group_column: str | None = None, split: str = "stratified",
              **read_csv_options: object) -> ClassificationData:
     """Load a CSV file with one row per example and a ``target`` column.
 
@@ -431,11 +519,19 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
         The CSV file.
     target : str
         Name of the label column.
+    group_column : str, optional
+        Name of a column that holds each row's group (a hospital, a site;
+        integer or string labels). It is not a feature; the data keep it as
+        ``groups_train`` / ``groups_test``, and ``split="groups"`` holds out
+        whole groups (see :func:`from_arrays`).
+    split : {"stratified", "groups"}
+        As :func:`from_arrays`; ``"groups"`` needs ``group_column``.
 
     Returns
     -------
     ClassificationData
-        ``meta["feature_names"]`` lists the feature columns in order.
+        ``meta["feature_names"]`` lists the feature columns in order;
+        ``meta["group_column"]`` names the group column when there is one.
 
     Warns
     -----
@@ -485,11 +581,34 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
         raise InvalidInputError(
             f"target={target!r} is not a column of {path!r}; columns are {list(frame.columns)}"
         )
+    if split == "groups" and group_column is None:
+        raise InvalidInputError("split='groups' needs group_column, the column naming each "
+                                "row's group")
+    if group_column is not None:
+        if not isinstance(group_column, str):
+            raise InvalidTypeError(
+                f"group_column must be a column name (str), got {_show(group_column)}")
+        if group_column not in frame.columns or group_column == target:
+            raise InvalidInputError(
+                f"group_column={group_column!r} is not a feature column of {path!r}; columns "
+                f"are {list(frame.columns)} (target={target!r})")
     if frame.shape[0] == 0:
         raise InvalidInputError(f"{path!r} holds no data rows")
-    features = frame.drop(columns=[target])
+    not_features = [target] if group_column is None else [target, group_column]
+    features = frame.drop(columns=not_features)
     if features.shape[1] == 0:
-        raise InvalidInputError(f"{path!r} has no feature columns besides target={target!r}")
+        raise InvalidInputError(
+            f"{path!r} has no feature columns besides {' and '.join(map(repr, not_features))}")
+    groups = None
+    if group_column is not None:
+        column = frame[group_column]
+        if column.isna().any():
+            raise InvalidInputError(f"group column {group_column!r} holds missing values")
+        if pd.api.types.is_float_dtype(column):
+            raise InvalidInputError(
+                f"group column {group_column!r} must hold integer or string group labels, "
+                "got floats")
+        groups = column.to_numpy()
     non_numeric = [str(c) for c in features.columns
                    if not pd.api.types.is_numeric_dtype(features[c])]
     if non_numeric:
@@ -506,8 +625,12 @@ def from_csv(path: object, target: str, *, X_test: object = None, y_test: object
                         p_true_test=p_true_test,
                         name=name if name is not None else os.path.basename(path),
                         extra_meta={"feature_names": tuple(str(c) for c in features.columns),
-                                    "source": path},
-                        y_name=f"target column {target!r}")
+                                    "source": path,
+                                    **({"group_column": group_column}
+                                       if group_column is not None else {})},
+                        y_name=f"target column {target!r}", groups=groups, split=split,
+                        groups_name="groups" if group_column is None
+                        else f"group column {group_column!r}")
 
 
 # -- hyperspectral scenes ------------------------------------------------------------------
@@ -995,7 +1118,8 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
              split_fraction: float | None = None, test_size: float | None = None,
              block_size: int | tuple[int, int] | None = None, guard: int | None = None,
              seed: int = 0, class_names: Sequence[str] | Mapping | None = None,
-             standardize: bool = True, name: str | None = None) -> ClassificationData:
+             standardize: bool = True, name: str | None = None,
+             region_groups: bool = False) -> ClassificationData:
     """A hyperspectral cube and its label image as per-pixel classification data.
 
     Parameters
@@ -1079,6 +1203,12 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
     name : str, optional
         Name of the data set; default the cube's file name, or
         ``"custom-hsi"`` for an array.
+    region_groups : bool
+        Give every pixel a group, its region of the scene: the block it lies
+        in, on the split's grid for ``"blocks"`` and ``"stratified"`` (so the
+        test set is whole held-out regions), else on a 5 × 5 grid. Blocks are
+        numbered row by row from 0; :func:`uqzoo.evaluate` then reports
+        metrics per test region and their median.
 
     Returns
     -------
@@ -1134,6 +1264,7 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
     split = check_choice(split, "split", SPLITS)
     seed = check_seed(seed)
     standardize = check_bool(standardize, "standardize")
+    region_groups = check_bool(region_groups, "region_groups")
     if unlabelled is not None:
         unlabelled = check_int(unlabelled, "unlabelled")
     if name is not None and not isinstance(name, str):
@@ -1353,7 +1484,14 @@ def from_hsi(cube: object, labels: object = None, *, cube_key: str | None = None
     meta["standardized"] = standardize
     if name is None:
         name = os.path.basename(source) if source is not None else "custom-hsi"
+    region = None
+    if region_groups:
+        region_block = block if block is not None else _block_size(None, image_shape)
+        region = _splits.block_grid(image_shape, region_block)[rows, cols]
+        meta["region_block_size"] = region_block
     return ClassificationData(X_train=X_train, y_train=y[train], X_test=X_test,
                               y_test=y[test], n_classes=n_classes, class_names=out_names,
                               name=name, meta=meta, coords_train=coords[train],
-                              coords_test=coords[test], classes=classes)
+                              coords_test=coords[test], classes=classes,
+                              groups_train=None if region is None else region[train],
+                              groups_test=None if region is None else region[test])

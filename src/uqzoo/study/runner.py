@@ -41,7 +41,7 @@ from uqzoo._validation import _show, check_choice, check_int
 from uqzoo._version import versions
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 from uqzoo.study.store import CONFORMAL_METRICS, Store
-from uqzoo.study.studyfile import Study, Task, read_study
+from uqzoo.study.studyfile import LABEL_NOISE_OPTIONS, Study, Task, read_study
 
 __all__ = ["EXECUTORS", "RunSummary", "run", "run_task", "thread_environment"]
 
@@ -250,6 +250,8 @@ def run_task(task: Task) -> dict[str, Any]:
     >>> result["status"], result["metrics"]["num_draws"], len(result["levels"])
     ('done', 100, 1)
     """
+    import numpy as np
+
     from uqzoo import datasets
     from uqzoo.evaluate import evaluate
     from uqzoo.methods import fit
@@ -260,6 +262,7 @@ def run_task(task: Task) -> dict[str, Any]:
     config = task.config
     name = config["dataset"]["name"]
     options = _dataset_options(name, config["dataset"]["options"], task.data_seed)
+    noise = {k: options.pop(k) for k in LABEL_NOISE_OPTIONS if k in options}
     spec_options = dict(config["spec"], hidden=tuple(config["spec"]["hidden"]))
     # Warnings of the task (convergence, data) are kept with its result: a worker's
     # stderr is lost on a cluster.
@@ -267,6 +270,13 @@ def run_task(task: Task) -> dict[str, Any]:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         data = datasets.load(name, **options)
+        if noise:
+            # Its own stream of the replicate's data seed: which labels flip follows the
+            # data, not the fit.
+            noise_seed = int(np.random.SeedSequence([task.data_seed, 0x1AB]).generate_state(1)[0])
+            data = datasets.with_label_noise(data, noise["label_noise"],
+                                             noise.get("label_noise_kind", "symmetric"),
+                                             seed=noise_seed)
         t1 = time.perf_counter()
         spec = MLPSpec(data.n_features, data.n_classes, **spec_options)
         fit_data, calibration = _conformal_split(config, data, task.seed)

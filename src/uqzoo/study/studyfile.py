@@ -40,6 +40,13 @@ by :func:`uqzoo.fidelity` on the test split: one more metric per task
 (``fidelity_*`` columns of :func:`uqzoo.study.load`). Without the table nothing
 of it runs, and the tasks' ids are those of a study without it.
 
+A data set's ``options`` and ``grid`` also take ``label_noise`` (a rate in
+[0, 1)) and ``label_noise_kind`` (``"symmetric"``, the default, or
+``"class_conditional"``): the runner flips that share of the training labels
+after loading (:func:`uqzoo.datasets.with_label_noise`, seeded from the
+replicate's data seed), so ``grid = { label_noise = [0.0, 0.1, 0.2] }`` is a
+label-noise axis; the test set stays clean.
+
 ``options``/``config`` hold fixed values and ``grid`` lists the values to
 cross, so an option whose value is itself a list (``radius = [0.3, 3.0]``)
 is never mistaken for a grid. A data set's ``seed`` is not an option here:
@@ -83,6 +90,8 @@ _METHOD_KEYS = ("name", "label", "config", "grid")
 # Data-set options the runner sets itself: the data seed comes from the task, and
 # a worker has no terminal for a progress bar.
 _RUNNER_OPTIONS = ("seed", "progress_bar")
+# Data-set options of every data set, applied by the runner after loading.
+LABEL_NOISE_OPTIONS = ("label_noise", "label_noise_kind")
 # Seeds fit in 31 bits: every backend (numpy, torch, JAX keys) takes them as is.
 _SEED_BITS = 31
 # Task ids are the first 16 hex digits (64 bits) of a SHA-256: among a million
@@ -167,9 +176,11 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
 
     if kind == "datasets":
         defaults = datasets.options(name)
-        allowed = [k for k in defaults if k not in _RUNNER_OPTIONS]
+        allowed = [k for k in defaults if k not in _RUNNER_OPTIONS] + list(LABEL_NOISE_OPTIONS)
 
         def check(option: str, value: Any, where: str) -> Any:
+            if option in LABEL_NOISE_OPTIONS:
+                return _check_label_noise(option, value, path, where)
             if option in _RUNNER_OPTIONS:
                 raise InvalidInputError(
                     f"{toml.where(path, where)}: set by the study runner (each replicate "
@@ -229,6 +240,23 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
                 raise type(exc)(f"{toml.where(path, key)} ({name}, {_show(combo, 120)}): "
                                 f"{exc}") from None
     return entry
+
+
+def _check_label_noise(option: str, value: Any, path: Path, where: str) -> Any:
+    """``label_noise`` (a rate in [0, 1)) or ``label_noise_kind`` of a data set."""
+    from uqzoo.datasets.noise import LABEL_NOISE_KINDS
+
+    if option == "label_noise":
+        rate = toml.check_number(value, path, where)
+        if not 0.0 <= rate < 1.0:
+            raise InvalidInputError(f"{toml.where(path, where)}: must be a rate in [0, 1) such "
+                                    f"as 0.1 (the share of training labels flipped), got {rate}")
+        return float(rate)
+    kind = toml.check_str(value, path, where)
+    if kind not in LABEL_NOISE_KINDS:
+        raise InvalidInputError(f"{toml.where(path, where)}: must be one of "
+                                f"{', '.join(LABEL_NOISE_KINDS)}, got {kind!r}")
+    return kind
 
 
 def _read_spec(raw: object, path: Path) -> dict[str, Any]:
