@@ -81,7 +81,7 @@ def parse_augmentations(value: object, name: str = "augmentations") -> tuple[str
     Returns
     -------
     tuple of str
-        Canonical labels (``Perturbation.label``).
+        Canonical labels: ``FAMILY:LOW-HIGH``, or ``FAMILY:VALUE`` for one magnitude.
 
     Raises
     ------
@@ -92,7 +92,7 @@ def parse_augmentations(value: object, name: str = "augmentations") -> tuple[str
     --------
     >>> from uqzoo.methods.tta import parse_augmentations
     >>> parse_augmentations(["illumination:0.9-1.1", "gaussian_noise:0.2"])
-    ('illumination:0.9-1.1', 'gaussian_noise:0.2-0.2')
+    ('illumination:0.9-1.1', 'gaussian_noise:0.2')
     """
     entries: list[object]
     if isinstance(value, (str, Perturbation)):
@@ -109,7 +109,12 @@ def parse_augmentations(value: object, name: str = "augmentations") -> tuple[str
             pert = entry if isinstance(entry, Perturbation) else Perturbation.parse(entry)
         except (InvalidInputError, InvalidTypeError) as exc:
             raise type(exc)(f"{name} entry {_show(entry)}: {exc}") from None
-        labels.append(pert.label)
+        label = pert.label
+        if pert.low == pert.high:             # one magnitude: FAMILY:VALUE, not VALUE-VALUE
+            text = f"{pert.low:.15g}"
+            label = (f"{label.rsplit(':', 1)[0]}:"
+                     f"{text if float(text) == pert.low else repr(pert.low)}")
+        labels.append(label)
     return tuple(labels)
 
 
