@@ -665,7 +665,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
 # -- test-time augmentation: each draw sees its own augmented copy of X ---------------------
 
 def _augmented(spec: MLPSpec, draws: Mapping, X: object, augmentation: InputAugmentation,
-               draw_index: Sequence[int] | None, anchor: Mapping | None,
+               draw_index: Sequence[int] | np.ndarray | None, anchor: Mapping | None,
                logit_transform: LogitTransform | None, probabilities: bool) -> np.ndarray:
     """(S, N, K) probabilities or (S, N, n_outputs) logits, draw s at augmentation
     ``draw_index[s]`` of X: the engine's forward on each draw's own inputs."""
@@ -690,7 +690,8 @@ def _augmented(spec: MLPSpec, draws: Mapping, X: object, augmentation: InputAugm
 @torch.no_grad()
 def augmented_draws(spec: MLPSpec, draws: Mapping, X: object,
                     augmentation: InputAugmentation, *,
-                    draw_index: Sequence[int] | None = None, anchor: Mapping | None = None,
+                    draw_index: Sequence[int] | np.ndarray | None = None,
+                    anchor: Mapping | None = None,
                     logit_transform: LogitTransform | None = None,
                     probabilities: bool = True) -> np.ndarray:
     """Probabilities (or logits) of every draw on its own augmented copy of X.

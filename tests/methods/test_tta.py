@@ -117,6 +117,15 @@ def test_a_dropout_fraction_must_leave_a_feature(data, spec):
         _fit(spec, data, augmentations=["missing_features:0.95"])
 
 
+def test_a_spectral_family_on_named_features_is_a_data_warning(data, spec):
+    import dataclasses
+
+    names = tuple(f"x{j}" for j in range(data.n_features))
+    table = dataclasses.replace(data, meta={**data.meta, "feature_names": names})
+    with pytest.warns(uz.DataWarning, match="models hyperspectral acquisition"):
+        _fit(spec, table, augmentations=["illumination:0.9-1.1"], num_epochs=20)
+
+
 def test_parse_augmentations_canonical_labels():
     assert parse_augmentations("offset:-0.02-0.02") == ("offset:-0.02-0.02",)
     assert parse_augmentations(["band_dropout(interpolate):0.1"]) == (

@@ -127,6 +127,16 @@ def _steps(labels: Sequence[str]) -> tuple[tuple[str, float, float, str | None],
     return tuple(out)
 
 
+def _check_fits(data: Any, labels: Sequence[str]) -> None:
+    """The data-dependent checks of :mod:`uqzoo.perturb`, as for a perturbed copy: a
+    dropout fraction must leave a feature; a spectral family on a table of named
+    features is a DataWarning."""
+    from uqzoo import perturb
+
+    for label in labels:
+        perturb._check_fits(data, Perturbation.parse(label))
+
+
 @dataclasses.dataclass(frozen=True)
 class Config(FreeDraws, _trainer.TrainingConfig):
     """Hyper-parameters of test-time augmentation.
@@ -213,6 +223,7 @@ def augment(posterior: Posterior, data: Any, augmentations: object = DEFAULT_AUG
         raise InvalidInputError(f"data has {data.n_features} features; the posterior's "
                                 f"network takes {posterior.spec.in_features}")
     labels = parse_augmentations(augmentations)
+    _check_fits(data, labels)
     base = posterior.num_draws
     S = base if num_samples is None else check_draws(num_samples, "num_samples")
     check_draw_memory(posterior.spec, S, "num_samples")
@@ -253,15 +264,17 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     (20, 50, 2)
     """
     check_draw_memory(spec, config.num_samples, "num_samples")
+    _check_fits(data, config.augmentations)
+    # Built (and checked against the data's features) before the training. Its seed is
+    # derived, so that the MAP's initialisation is map's.
+    augment_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
+    augmentation = InputAugmentation.from_data(_steps(config.augmentations), data,
+                                               augment_seed)
     result, info = _trainer.fit_members(spec, data, config, seed=seed, num_members=1,
                                         progress_bar=progress_bar, desc="tta")
     trained = {k: v[0] for k, v in result.params.items()}
     draws = {k: np.repeat(np.asarray(v, dtype=np.float32)[None], config.num_samples, axis=0)
              for k, v in trained.items()}
-    # The augmentations' seed is derived, so that the MAP's initialisation is map's.
-    augment_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
-    augmentation = InputAugmentation.from_data(_steps(config.augmentations), data,
-                                               augment_seed)
     diagnostics = _trainer.training_diagnostics(result, config)
     diagnostics["init_seeds"] = np.asarray(info["init_seeds"], dtype=np.int64)
     convergence = _trainer.convergence(result, config, what="network")
