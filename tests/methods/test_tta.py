@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import uqzoo as uz
@@ -170,17 +171,22 @@ def test_a_file_with_a_bad_augmentation_is_refused(data, spec, tmp_path):
 
 
 SMALL = ["--data-option", "n_train=200", "--data-option", "n_test=200", "--hidden", "5",
-         "--set", "map.num_epochs=100", "--set", "tta.num_epochs=100",
-         "--set", "tta.num_samples=40"]
+         "--set", "tta.num_epochs=100", "--set", "tta.num_samples=40"]
 
 
 def test_cli_compares_map_and_tta(tmp_path, capsys):
     assert main(["compare", "--methods", "map,tta", "--no-progress", "--out",
-                 str(tmp_path / "out"), *SMALL]) == 0
+                 str(tmp_path / "out"), *SMALL, "--set", "map.num_epochs=100"]) == 0
     out = capsys.readouterr().out
-    rows = [line.split()[0] for line in out.splitlines() if line.split()[:1] in (["map"],
-                                                                              ["tta"])]
-    assert rows[:2] == ["map", "tta"]
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("method "))
+    table = lines[start + 1:lines.index("", start)]
+    # A name carries a * when the evaluator flags the row (a fit error would too).
+    assert sorted(line.split()[0].rstrip("*") for line in table if line[:3] in ("map", "tta")
+                  ) == ["map", "tta"], out
+    results = pd.read_csv(tmp_path / "out" / "results.csv", index_col="method")
+    assert results.loc["tta", "num_draws"] == 40
+    assert "fit_error" not in str(results.loc["tta"].get("flags", "")), out
 
 
 def test_cli_bad_augmentation_exits_2_with_one_line(tmp_path, capsys):
