@@ -1,4 +1,4 @@
-"""Ensembles, MC dropout, MF-VI and HMC under a held-out domain and label noise.
+"""Ensembles, MC dropout, MF-VI, HMC and TTA under a held-out domain and label noise.
 
 A small version of the experiment of Mehrtens et al. (2023): methods fitted on the left
 half of an ``hsi-sim`` scene, with 0 / 10 / 20 % of the training labels flipped, and judged

@@ -298,6 +298,13 @@ class _Side:
 
         Two classes: class 1 only, (n, 1, S); otherwise (n, K, S).
         """
+        if self.post.input_augmentation is not None:   # each draw on its own inputs
+            proba = engine.augmented_draws(self.post.spec, self.post.draws, X,
+                                           self.post.input_augmentation,
+                                           anchor=self.post._anchor(),
+                                           logit_transform=self.post.logit_transform)
+            scored = proba[:, :, 1:] if self.K == 2 else proba     # (S, n, classes scored)
+            return np.ascontiguousarray(scored.transpose(1, 2, 0))
         workspace, logits = buffers
         n = X.shape[0]
         z = self.forward.logits(engine._tensor(X), logits[:n], workspace)

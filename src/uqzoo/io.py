@@ -12,7 +12,10 @@ JSON string attribute):
   ``converged``, and JSON strings ``config``, ``spec``, ``warnings``, ``classes``
   (the original class labels, or null for 0..K-1), ``versions``, and, only for
   a recalibrated posterior, ``logit_transform`` (:func:`uqzoo.recalibrate`:
-  kind, scale, shift and how it was fitted; files without it load with none).
+  kind, scale, shift and how it was fitted; files without it load with none),
+  and, only for a test-time-augmented posterior (``tta``), ``input_augmentation``
+  (the augmentation steps, their seed and the training statistics they use:
+  data, no code; files without it load with none).
 
 What a save guarantees
 ----------------------
@@ -196,6 +199,8 @@ def to_datatree(posterior) -> xr.DataTree:
     })
     if posterior.logit_transform is not None:
         root.attrs["logit_transform"] = json.dumps(posterior.logit_transform.to_dict())
+    if getattr(posterior, "input_augmentation", None) is not None:
+        root.attrs["input_augmentation"] = json.dumps(posterior.input_augmentation.to_dict())
     tree = xr.DataTree(dataset=root)
     for name, ds in groups.items():
         tree[name] = xr.DataTree(dataset=ds)
@@ -530,6 +535,8 @@ def _root_attrs(f, fmt: str) -> dict[str, Any]:
                    f"{json.dumps(classes)[:80]}")
     out["classes"] = classes
     out["logit_transform"] = _logit_transform(optional("logit_transform"), out["spec"])
+    out["input_augmentation"] = _input_augmentation(optional("input_augmentation"),
+                                                    out["spec"])
     versions_text = optional("versions")
     if versions_text is not None:
         versions = _json(versions_text, "versions")
@@ -583,6 +590,24 @@ def _logit_transform(text: str | None, spec) -> Any:
         raise _Bad(f"attribute 'logit_transform' acts on {transform.n_outputs} logits; the "
                    f"spec's network has {spec.n_outputs} (n_outputs)")
     return transform
+
+
+def _input_augmentation(text: str | None, spec) -> Any:
+    """The test-time augmentation of the root attribute ``input_augmentation`` (absent: None)."""
+    from uqzoo._channels import InputAugmentation
+    from uqzoo.errors import InvalidInputError
+
+    if text is None:
+        return None
+    try:
+        augmentation = InputAugmentation.from_dict(_json(text, "input_augmentation"))
+    except (InvalidInputError, InvalidTypeError) as exc:
+        raise _Bad(f"attribute 'input_augmentation' is not a valid input augmentation: "
+                   f"{exc}") from None
+    if augmentation.n_features != spec.in_features:
+        raise _Bad(f"attribute 'input_augmentation' augments {augmentation.n_features} "
+                   f"features; the spec's network takes {spec.in_features}")
+    return augmentation
 
 
 def read_posterior(path) -> dict[str, Any]:
@@ -671,6 +696,7 @@ def read_posterior(path) -> dict[str, Any]:
         predictive=attrs["predictive"], anchor=anchor, converged=attrs["converged"],
         warnings=attrs["warnings"], classes=attrs["classes"],
         logit_transform=attrs["logit_transform"],
+        input_augmentation=attrs["input_augmentation"],
     )
 
 

@@ -55,7 +55,6 @@ Each copy's ``meta["perturbation"]`` says which, and why.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -63,8 +62,18 @@ from typing import Any, overload
 
 import numpy as np
 
+from uqzoo._channels import (  # the family table, shared with test-time augmentation
+    FAMILIES,
+    FILLS,
+    Family,
+    _Context,
+    _n_dropped,
+    _shift_matrix,  # noqa: F401  # the spectral-shift matrix, read by the truth's tests
+    family,
+)
+from uqzoo._channels import check_magnitude as _check_magnitude
 from uqzoo._limits import check_copies
-from uqzoo._validation import _show, check_choice, check_float, check_seed
+from uqzoo._validation import _show, check_choice, check_seed
 from uqzoo.errors import DataWarning, InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -85,253 +94,10 @@ __all__ = [
     "spectral_shift",
 ]
 
-FILLS = ("zero", "interpolate")
 # Truth kinds recorded in each copy's meta["perturbation"]["p_true"].
 TRUTH_KINDS = ("unchanged", "recomputed", "unavailable")
 
 
-# -- the channel a family applies ----------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class _Context:
-    """Raw-unit statistics of one data set, computed once for all its copies.
-
-    Attributes
-    ----------
-    center, scale : float64 (D,) or None
-        The standardisation ``X_std = (X_raw - center) / scale``; None when
-        the stored features are raw.
-    train_mean, train_sd : float64 (D,)
-        Raw training mean and (population) standard deviation per feature.
-    train_rms : float
-        Root mean square of all raw training values: the signal level of the
-        ``noise`` family's SNR.
-    """
-
-    center: np.ndarray | None
-    scale: np.ndarray | None
-    train_mean: np.ndarray
-    train_sd: np.ndarray
-    train_rms: float
-
-    @classmethod
-    def of(cls, data: Any) -> _Context:
-        meta = data.meta
-        center = scale = None
-        if meta.get("standardized") and "mean" in meta and "scale" in meta:
-            center = np.asarray(meta["mean"], dtype=np.float64).reshape(-1)
-            scale = np.asarray(meta["scale"], dtype=np.float64).reshape(-1)
-            if center.shape != (data.n_features,) or scale.shape != (data.n_features,):
-                raise InvalidInputError(
-                    f"data.meta['mean'] and ['scale'] must hold one value per feature "
-                    f"({data.n_features}), got shapes {center.shape} and {scale.shape}")
-        ctx = cls(center, scale, np.zeros(0), np.zeros(0), 0.0)
-        train = ctx.to_raw(data.X_train)
-        return cls(center, scale, train.mean(axis=0), train.std(axis=0),
-                   float(np.sqrt(np.mean(train * train))))
-
-    def to_raw(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        return X if self.scale is None else X * self.scale + self.center
-
-    def from_raw(self, X: np.ndarray) -> np.ndarray:
-        return X if self.scale is None else (X - self.center) / self.scale
-
-
-@dataclasses.dataclass(frozen=True)
-class _Channel:
-    """x' = gain · M x + offset + η, η ~ N(0, diag(noise_var)), on the ``observed`` features.
-
-    Features not observed hold values that carry no information about x (a
-    constant, or an interpolation of observed ones), so the truth drops them.
-
-    Attributes
-    ----------
-    X : float64 (N, D)
-        The perturbed raw test features.
-    gain : float
-    mix : float64 (D, D) or None
-        M; None is the identity.
-    offset : float
-    noise_var : float64 (D,) or float
-    observed : bool (D,) or None
-        None: every feature.
-    details : dict
-        What this copy did (for ``meta["perturbation"]``).
-    """
-
-    X: np.ndarray
-    gain: float = 1.0
-    mix: np.ndarray | None = None
-    offset: float = 0.0
-    noise_var: np.ndarray | float = 0.0
-    observed: np.ndarray | None = None
-    details: dict = dataclasses.field(default_factory=dict)
-
-    def restricted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(X', A, b, noise variance) on the observed features: the truth's channel."""
-        D = self.X.shape[1]
-        keep = np.ones(D, dtype=bool) if self.observed is None else self.observed
-        mix = np.eye(D) if self.mix is None else self.mix
-        A = self.gain * mix[keep]
-        b = np.full(int(keep.sum()), float(self.offset))
-        noise_var = np.broadcast_to(np.asarray(self.noise_var, dtype=np.float64), (D,))[keep]
-        return self.X[:, keep], A, b, np.array(noise_var)
-
-
-def _n_dropped(fraction: float, D: int) -> int:
-    # The nearest whole number of features, halves rounded up.
-    return math.floor(fraction * D + 0.5)
-
-
-def _t_illumination(X: np.ndarray, gain: float, rng: np.random.Generator, ctx: _Context,
-                    fill: str | None) -> _Channel:
-    return _Channel(X=gain * X, gain=gain)
-
-
-def _t_offset(X: np.ndarray, b: float, rng: np.random.Generator, ctx: _Context,
-              fill: str | None) -> _Channel:
-    return _Channel(X=X + b, offset=b)
-
-
-def _t_noise(X: np.ndarray, snr_db: float, rng: np.random.Generator, ctx: _Context,
-             fill: str | None) -> _Channel:
-    sd = ctx.train_rms / 10.0 ** (snr_db / 20.0)
-    return _Channel(X=X + sd * rng.standard_normal(X.shape), noise_var=sd * sd,
-                    details={"noise_sd": sd})
-
-
-def _dropped(D: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
-    return np.sort(rng.choice(D, size=_n_dropped(fraction, D), replace=False))
-
-
-def _t_band_dropout(X: np.ndarray, fraction: float, rng: np.random.Generator, ctx: _Context,
-                    fill: str | None) -> _Channel:
-    D = X.shape[1]
-    dead = _dropped(D, fraction, rng)
-    observed = np.ones(D, dtype=bool)
-    observed[dead] = False
-    out = X.copy()
-    if fill == "interpolate" and dead.size:
-        live = np.flatnonzero(observed)
-        pos = np.searchsorted(live, dead)
-        left = live[np.maximum(pos - 1, 0)]
-        right = live[np.minimum(pos, live.size - 1)]
-        # Past the first or last live band the nearest live band is copied.
-        left = np.where(pos == 0, right, left)
-        right = np.where(pos == live.size, left, right)
-        span = np.where(right > left, right - left, 1)
-        w_right = np.where(right > left, (dead - left) / span, 0.0)
-        out[:, dead] = X[:, left] * (1 - w_right) + X[:, right] * w_right
-    else:
-        out[:, dead] = 0.0
-    return _Channel(X=out, observed=observed,
-                    details={"dead_features": dead.tolist(), "fill": fill or "zero"})
-
-
-def _shift_matrix(D: int, shift: float) -> np.ndarray:
-    """x'_b = (1 − |s|) x_b + |s| x_{b ± 1}, the edge band repeated."""
-    s = abs(shift)
-    step = 1 if shift >= 0 else -1
-    M = (1 - s) * np.eye(D)
-    idx = np.arange(D)
-    M[idx, np.clip(idx + step, 0, D - 1)] += s
-    return M
-
-
-def _t_spectral_shift(X: np.ndarray, shift: float, rng: np.random.Generator, ctx: _Context,
-                      fill: str | None) -> _Channel:
-    M = _shift_matrix(X.shape[1], shift)
-    return _Channel(X=X @ M.T, mix=M)
-
-
-def _t_gaussian_noise(X: np.ndarray, scale: float, rng: np.random.Generator, ctx: _Context,
-                      fill: str | None) -> _Channel:
-    sd = scale * ctx.train_sd
-    return _Channel(X=X + sd * rng.standard_normal(X.shape), noise_var=sd * sd)
-
-
-def _t_missing_features(X: np.ndarray, fraction: float, rng: np.random.Generator,
-                        ctx: _Context, fill: str | None) -> _Channel:
-    D = X.shape[1]
-    missing = _dropped(D, fraction, rng)
-    observed = np.ones(D, dtype=bool)
-    observed[missing] = False
-    out = X.copy()
-    out[:, missing] = ctx.train_mean[missing]
-    return _Channel(X=out, observed=observed, details={"missing_features": missing.tolist()})
-
-
-# -- the registry -------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class Family:
-    """One perturbation family: what its magnitude is and where it is allowed.
-
-    Attributes
-    ----------
-    name : str
-    kind : {"hsi", "tabular"}
-        The data it models (every family is defined on any data set).
-    magnitude : str
-        What the number is, with its unit.
-    model : str
-        What the family does to a feature vector x.
-    default : (float, float)
-        The magnitude range :func:`copies` uses when given none.
-    low, high : float or None
-        The physical domain of the magnitude (None: unbounded).
-    low_open, high_open : bool
-        Whether the bound itself is excluded.
-    keeps_truth : bool
-        The map is invertible: every copy keeps ``p_true_test`` unchanged.
-    """
-
-    name: str
-    kind: str
-    magnitude: str
-    model: str
-    default: tuple[float, float]
-    low: float | None
-    high: float | None
-    low_open: bool
-    high_open: bool
-    keeps_truth: bool
-    transform: Callable[..., _Channel] = dataclasses.field(repr=False)
-
-    def domain(self) -> str:
-        """The allowed magnitudes as an interval, e.g. ``(0, inf)``."""
-        lo = "-inf" if self.low is None else f"{self.low:g}"
-        hi = "inf" if self.high is None else f"{self.high:g}"
-        return f"{'(' if self.low_open or self.low is None else '['}{lo}, {hi}" \
-               f"{')' if self.high_open or self.high is None else ']'}"
-
-
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("illumination", "hsi", "gain", "x' = g x", (0.8, 1.2),
-           0.0, None, True, False, True, _t_illumination),
-    Family("offset", "hsi", "offset (raw units)", "x' = x + b", (0.0, 0.05),
-           None, None, False, False, True, _t_offset),
-    # 0 dB: noise as strong as the signal; 100 dB: 1e-5 of it, below what a
-    # standardised float32 feature resolves once its mean is subtracted.
-    Family("noise", "hsi", "SNR (dB)", "x' = x + τ ε, τ = RMS / 10^(SNR/20)", (20.0, 40.0),
-           0.0, 100.0, False, False, False, _t_noise),
-    Family("band_dropout", "hsi", "fraction of bands dead",
-           "round(fraction × D) random bands read 0 (or are interpolated)", (0.02, 0.1),
-           0.0, 1.0, False, True, False, _t_band_dropout),
-    # |s| <= 0.5: a misregistration of up to half a band, where the
-    # resampling's inverse has entries of at most 2 (so float32 storage loses
-    # nothing the truth relies on).
-    Family("spectral_shift", "hsi", "shift (bands)",
-           "x'_b = (1 − |s|) x_b + |s| x_(b ± 1)", (-0.5, 0.5),
-           -0.5, 0.5, False, False, True, _t_spectral_shift),
-    Family("gaussian_noise", "tabular", "noise sd / training sd",
-           "x'_j = x_j + scale · sd_j · ε", (0.1, 0.5),
-           0.0, None, False, False, False, _t_gaussian_noise),
-    Family("missing_features", "tabular", "fraction of features missing",
-           "round(fraction × D) random features set to their training mean", (0.1, 0.3),
-           0.0, 1.0, False, True, False, _t_missing_features),
-)}
 
 
 def names() -> list[str]:
@@ -347,16 +113,9 @@ def names() -> list[str]:
 
 
 def _family(name: object, what: str = "family") -> Family:
-    if not isinstance(name, str):
-        raise InvalidTypeError(
-            f"{what} must be a perturbation family name ({', '.join(FAMILIES)}), got "
-            f"{_show(name)}")
-    return FAMILIES[check_choice(name, what, names())]
+    return family(name, what)
 
 
-def _check_magnitude(fam: Family, value: object, what: str) -> float:
-    return check_float(value, f"{what} of {fam.name} ({fam.magnitude})", low=fam.low,
-                       high=fam.high, low_open=fam.low_open, high_open=fam.high_open)
 
 
 def _num(value: float) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from uqzoo import predictive as engine
+from uqzoo._channels import InputAugmentation
 from uqzoo._validation import _show, check_int, check_seed, choices
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
 from uqzoo.spec import MLPSpec
@@ -100,6 +101,11 @@ class Posterior:
         Post-hoc recalibration (temperature or vector scaling, fitted by
         :func:`uqzoo.recalibrate`) that the predictive engine applies to
         every draw's logits before they become probabilities; None for none.
+    input_augmentation : InputAugmentation or None
+        Test-time augmentation (:mod:`uqzoo.methods.tta`): draw s is
+        evaluated on its own augmented copy of the inputs, so the spread of
+        the draws includes the network's sensitivity to the augmentations.
+        None (every method but ``tta``): the inputs as given.
     """
 
     spec: MLPSpec
@@ -116,6 +122,7 @@ class Posterior:
     warnings: tuple[str, ...] = ()
     classes: tuple[Any, ...] | None = None
     logit_transform: engine.LogitTransform | None = None
+    input_augmentation: InputAugmentation | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -172,6 +179,12 @@ class Posterior:
         if self.classes is not None:
             set_(self, "classes", _check_classes(self.classes, self.spec.n_classes))
         check_transform(self.spec, self.logit_transform)
+        augmentation = self.input_augmentation
+        if augmentation is not None and (not isinstance(augmentation, InputAugmentation)
+                                         or augmentation.n_features != self.spec.in_features):
+            raise InvalidInputError(
+                f"input_augmentation must be None or an InputAugmentation of the spec's "
+                f"{self.spec.in_features} features, got {_show(augmentation)}")
 
     # -- predictions ------------------------------------------------------------------
 
@@ -181,8 +194,15 @@ class Posterior:
         return self.sample_shape[0] * self.sample_shape[1]
 
     def _subset(self, num_samples: int | None, seed: int) -> dict[str, np.ndarray]:
-        if num_samples is None:
+        idx = self._draw_index(num_samples, seed)
+        if idx is None:
             return dict(self.draws)
+        return {k: v[idx] for k, v in self.draws.items()}
+
+    def _draw_index(self, num_samples: int | None, seed: int) -> np.ndarray | None:
+        """The draws a subset of ``num_samples`` keeps, sorted; None for all."""
+        if num_samples is None:
+            return None
         num_samples = check_int(num_samples, "num_samples", minimum=1)
         if num_samples > self.num_draws:
             raise InvalidInputError(
@@ -190,8 +210,7 @@ class Posterior:
                 f"holds, got {num_samples}"
             )
         rng = np.random.default_rng(check_seed(seed))
-        idx = np.sort(rng.choice(self.num_draws, size=num_samples, replace=False))
-        return {k: v[idx] for k, v in self.draws.items()}
+        return np.sort(rng.choice(self.num_draws, size=num_samples, replace=False))
 
     def predict_proba_draws(self, X: object, num_samples: int | None = None,
                             seed: int = 0) -> np.ndarray:
@@ -205,6 +224,11 @@ class Posterior:
             chosen with ``seed``); all draws by default.
         seed : int
         """
+        if self.input_augmentation is not None:
+            idx = self._draw_index(num_samples, seed)
+            return engine.augmented_draws(
+                self.spec, self._subset(num_samples, seed), X, self.input_augmentation,
+                draw_index=idx, anchor=self._anchor(), logit_transform=self.logit_transform)
         return engine.proba_draws(self.spec, self._subset(num_samples, seed), X,
                                   anchor=self._anchor(), logit_transform=self.logit_transform)
 
@@ -232,6 +256,11 @@ class Posterior:
                   progress_bar: bool = False) -> engine.PredictiveSummary:
         """Streamed per-point summary (mean, interval bounds per level); see
         :func:`uqzoo.predictive.summarize`. Memory O(S × chunk_size) per worker."""
+        if self.input_augmentation is not None:
+            return engine.augmented_summarize(
+                self.spec, self.draws, X, levels, augmentation=self.input_augmentation,
+                anchor=self._anchor(), chunk_size=chunk_size, interval=interval,
+                progress_bar=progress_bar, logit_transform=self.logit_transform)
         return engine.summarize(self.spec, self.draws, X, levels, anchor=self._anchor(),
                                 chunk_size=chunk_size, interval=interval,
                                 workers=workers, progress_bar=progress_bar,
@@ -266,6 +295,8 @@ class Posterior:
     def __repr__(self) -> str:
         flag = {True: "", False: ", NOT CONVERGED", None: ""}[self.converged]
         recal = "" if self.logit_transform is None else f", {self.logit_transform!r}"
+        if self.input_augmentation is not None:
+            recal += f", {self.input_augmentation!r}"
         return (f"Posterior(method={self.method!r}, draws={self.num_draws}, "
                 f"sample_shape={self.sample_shape}, predictive={self.predictive!r}, "
                 f"seed={self.seed}{flag}{recal})")

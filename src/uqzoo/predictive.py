@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from uqzoo._channels import InputAugmentation
 from uqzoo._progress import progress_bar as progress
 from uqzoo._quantiles import SUMMARY_INTERVALS, quantile_plan
 from uqzoo._validation import (
@@ -47,6 +48,8 @@ __all__ = [
     "LOGIT_TRANSFORMS",
     "LogitTransform",
     "PredictiveSummary",
+    "augmented_draws",
+    "augmented_summarize",
     "default_workers",
     "logit_draws",
     "proba_draws",
@@ -652,6 +655,109 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
         bar.close()
     # Too few draws for an order-statistic interval at these levels: the honest
     # interval is the whole range.
+    lower[list(unbounded)] = 0.0
+    upper[list(unbounded)] = 1.0
+    return PredictiveSummary(mean=mean, levels=levels, lower=lower, upper=upper,
+                             expected_entropy=expected_entropy, num_draws=S,
+                             interval_kind=interval)
+
+
+# -- test-time augmentation: each draw sees its own augmented copy of X ---------------------
+
+def _augmented(spec: MLPSpec, draws: Mapping, X: object, augmentation: InputAugmentation,
+               draw_index: Sequence[int] | np.ndarray | None, anchor: Mapping | None,
+               logit_transform: LogitTransform | None, probabilities: bool) -> np.ndarray:
+    """(S, N, K) probabilities or (S, N, n_outputs) logits, draw s at augmentation
+    ``draw_index[s]`` of X: the engine's forward on each draw's own inputs."""
+    draws, X, anchor = _prepare(spec, draws, X, anchor)
+    if augmentation.n_features != spec.in_features:
+        raise InvalidInputError(f"the input augmentation is for {augmentation.n_features} "
+                                f"features; the network takes {spec.in_features}")
+    S = next(iter(draws.values())).shape[0]
+    index = range(S) if draw_index is None else [int(i) for i in draw_index]
+    if len(index) != S:
+        raise InvalidInputError(f"draw_index must name one augmentation per draw ({S}), got "
+                                f"{len(index)}")
+    width = spec.n_classes if probabilities else spec.n_outputs
+    out = np.empty((S, X.shape[0], width), dtype=np.float32)
+    for s, augment in enumerate(index):
+        one = {k: v[s:s + 1] for k, v in draws.items()}
+        out[s] = _draw_by_draw(spec, one, augmentation.apply(X, augment), anchor, None,
+                               logit_transform, probabilities)[0]
+    return out
+
+
+@torch.no_grad()
+def augmented_draws(spec: MLPSpec, draws: Mapping, X: object,
+                    augmentation: InputAugmentation, *,
+                    draw_index: Sequence[int] | np.ndarray | None = None,
+                    anchor: Mapping | None = None,
+                    logit_transform: LogitTransform | None = None,
+                    probabilities: bool = True) -> np.ndarray:
+    """Probabilities (or logits) of every draw on its own augmented copy of X.
+
+    Test-time augmentation (:mod:`uqzoo.methods.tta`): draw s is the network
+    with parameters ``draws[s]`` applied to ``augmentation.apply(X,
+    draw_index[s])``. Arguments as :func:`proba_draws`; ``draw_index`` says
+    which augmentation each draw uses (0..S-1 by default: a subset of a
+    posterior's draws keeps its augmentations).
+
+    Returns
+    -------
+    ndarray of shape (S, N, K), float32
+        Or (S, N, n_outputs) logits with ``probabilities=False``.
+    """
+    check_transform(spec, logit_transform)
+    return _augmented(spec, draws, X, augmentation, draw_index, anchor, logit_transform,
+                      probabilities)
+
+
+def augmented_summarize(spec: MLPSpec, draws: Mapping, X: object,
+                        levels: Sequence[float] = DEFAULT_LEVELS, *,
+                        augmentation: InputAugmentation, anchor: Mapping | None = None,
+                        chunk_size: int | None = None, interval: str = "equal_tailed",
+                        progress_bar: bool = False,
+                        logit_transform: LogitTransform | None = None) -> PredictiveSummary:
+    """:func:`summarize` of :func:`augmented_draws`, streamed over X in chunks.
+
+    The same summary (means, interval bounds as ``np.quantile``, expected
+    entropy) from each chunk's (S, n, K) probabilities; memory O(S × chunk ×
+    D). Runs in the calling thread.
+    """
+    levels = check_levels(levels)
+    draws, X, anchor = _prepare(spec, draws, X, anchor)
+    check_transform(spec, logit_transform)
+    S, N, K = next(iter(draws.values())).shape[0], X.shape[0], spec.n_classes
+    if chunk_size is None:
+        chunk = max(1, min(_MAX_CHUNK_ROWS,
+                           _CHUNK_ELEMENTS // (S * max(K, spec.in_features))))
+    else:
+        chunk = check_int(chunk_size, "chunk_size", minimum=1)
+    chunk = min(max(N, 1), chunk)
+    interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
+    plan, unbounded = quantile_plan(S, levels, interval)
+    ranks = _ranks(plan)
+    L = len(levels)
+    mean, expected_entropy = np.empty((N, K)), np.empty(N)
+    lower, upper = np.empty((L, N, K)), np.empty((L, N, K))
+    starts = list(range(0, N, chunk))
+    bar = progress(total=len(starts), desc="summarize", unit="chunk", enabled=progress_bar)
+    try:
+        for start in starts:
+            stop = min(start + chunk, N)
+            p = _augmented(spec, draws, X[start:stop], augmentation, None, anchor,
+                           logit_transform, True).astype(np.float64)       # (S, n, K)
+            mean[start:stop] = p.mean(axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                plogp = np.where(p > 0, p * np.log(p), 0.0)
+            expected_entropy[start:stop] = -plogp.sum(axis=2).mean(axis=0)
+            values = np.sort(np.moveaxis(p, 0, -1), axis=-1)              # (n, K, S)
+            q = _interpolate(values[..., ranks], ranks, plan)              # (2L, n, K)
+            lower[:, start:stop] = q[0::2]
+            upper[:, start:stop] = q[1::2]
+            bar.update(1)
+    finally:
+        bar.close()
     lower[list(unbounded)] = 0.0
     upper[list(unbounded)] = 1.0
     return PredictiveSummary(mean=mean, levels=levels, lower=lower, upper=upper,

@@ -64,7 +64,7 @@ from uqzoo._validation import (
     check_seed,
 )
 from uqzoo.errors import ConvergenceWarning, DataWarning, InvalidInputError, InvalidTypeError
-from uqzoo.predictive import logit_draws
+from uqzoo.predictive import augmented_draws, logit_draws
 from uqzoo.spec import MLPSpec
 from uqzoo.transform import LOGIT_TRANSFORMS, LogitTransform
 
@@ -372,7 +372,13 @@ def recalibrate(posterior: Any, data: Any = None, method: str = "temperature", *
     X, y, info = _calibration_data(posterior, data, calibration, calibration_fraction, seed)
     _warn_if_too_little(y, posterior.spec.n_classes)
     draws = posterior._subset(num_samples, seed)
-    logits = logit_draws(posterior.spec, draws, X, anchor=posterior._anchor())
+    augmentation = getattr(posterior, "input_augmentation", None)
+    if augmentation is not None:       # test-time augmentation: each draw on its own inputs
+        logits = augmented_draws(posterior.spec, draws, X, augmentation,
+                                 draw_index=posterior._draw_index(num_samples, seed),
+                                 anchor=posterior._anchor(), probabilities=False)
+    else:
+        logits = logit_draws(posterior.spec, draws, X, anchor=posterior._anchor())
     scale, shift, fit_info = _fit_transform(posterior.spec, logits, y, method)
     info = {"method": method, "seed": seed, **info,
             "objective": "NLL of the posterior-mean predictive",

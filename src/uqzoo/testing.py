@@ -12,7 +12,8 @@ methods share (scikit-learn's ``check_estimator`` in spirit):
 5. the config round-trips: ``uz.methods.make_config(name, **post.config)``
    equals the config the fit was given;
 6. ``save`` / ``load_posterior`` round-trips bit-exactly: draws, config, seed,
-   spec, sample_stats, diagnostics, convergence flag and warnings.
+   spec, sample_stats, diagnostics, convergence flag and warnings, and the
+   loaded posterior predicts the same probabilities.
 
 Every check that could not be run is listed in the report's ``skipped``, with
 the reason. A ``ConvergenceWarning`` from the tiny fits is expected, recorded
@@ -255,6 +256,10 @@ def check_method(name: str, spec=None, data=None, **config: Any) -> ConformanceR
         raise _fail(name, check, "the anchor was lost or invented")
     if post.anchor is not None and loaded.anchor is not None:
         _compare_dicts(name, check, "anchor", dict(post.anchor), dict(loaded.anchor))
+    # What a file must reproduce is the predictive, not only the fields read above
+    # (a recalibration map or an input augmentation lost on the way would change it).
+    if not np.array_equal(loaded.predict_proba_draws(data.X_test), proba):
+        raise _fail(name, check, "the loaded posterior predicts other probabilities")
     if not post.sample_stats:
         report.skipped.append(("sample_stats round-trip", "the method records no sample_stats"))
     report.passed.append(check)

@@ -66,7 +66,8 @@ def test_every_method_takes_class_weights_and_records_the_prior_it_refers_to(met
                "sghmc": dict(num_steps=100, num_burnin=20, num_samples=10, num_chains=2,
                              batch_size=10, num_integration_steps=2),
                "csgmcmc": dict(num_steps=100, num_samples=10, num_chains=1, num_cycles=2,
-                               batch_size=10)}[method]
+                               batch_size=10),
+               "tta": dict(num_epochs=30, num_samples=10)}[method]
     labels = list(range(data.n_classes)) if data.classes is None else list(data.classes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", uz.ConvergenceWarning)

@@ -23,6 +23,7 @@ TINY_CONFIGS = {
     "sghmc": dict(num_steps=100, num_burnin=20, num_samples=20, num_chains=2, batch_size=10,
                   num_integration_steps=2),
     "csgmcmc": dict(num_steps=200, num_samples=20, num_chains=2, num_cycles=2, batch_size=10),
+    "tta": dict(num_epochs=50, num_samples=20, augmentations=["gaussian_noise:0.2"]),
 }
 
 

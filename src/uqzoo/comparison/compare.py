@@ -71,6 +71,9 @@ QUICK_CONFIGS: dict[str, dict[str, Any]] = {
     "sgld": {},
     "sghmc": {},
     "csgmcmc": {},
+    # test-time augmentation of a MAP network: one MAP fit, the budget's draws are
+    # augmented copies of each input
+    "tta": {},
 }
 
 

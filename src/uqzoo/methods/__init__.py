@@ -52,6 +52,7 @@ REGISTRY: dict[str, str] = {
     "sgld": "uqzoo.methods.sgld",
     "sghmc": "uqzoo.methods.sghmc",
     "csgmcmc": "uqzoo.methods.csgmcmc",
+    "tta": "uqzoo.methods.tta",
 }
 
 
@@ -163,8 +164,10 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
     method : str
         One of :func:`names`: ``"hmc"``, ``"mfvi"``, ``"mc_dropout"``,
         ``"ensemble"``, ``"bootstrap"``, ``"swag"``, ``"laplace"``, the stochastic-gradient
-        MCMC samplers ``"sgld"``, ``"sghmc"``, ``"csgmcmc"``, or ``"map"`` (the
-        point-estimate baseline: one MAP network, one draw).
+        MCMC samplers ``"sgld"``, ``"sghmc"``, ``"csgmcmc"``, ``"map"`` (the
+        point-estimate baseline: one MAP network, one draw), or ``"tta"``
+        (test-time augmentation of the MAP network: its spread is sensitivity
+        to the chosen augmentations, not posterior uncertainty).
     spec : MLPSpec
         The network; its ``in_features`` and ``n_classes`` must match ``data``.
     data : ClassificationData
