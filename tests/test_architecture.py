@@ -18,9 +18,9 @@ SRC = Path(uqzoo.__file__).resolve().parent.parent
 
 # Lowest first. A module may import from its own layer and the layers below it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # core: errors, checks, limits, files, the spec and the small shared definitions
+    # core: errors, checks, limits, files, the models and the small shared definitions
     ("errors", "_validation", "_version", "_limits", "_files", "_progress", "_quantiles",
-     "_data_checks", "headline", "tomlfile", "spec", "transform", "_channels"),
+     "_data_checks", "headline", "tomlfile", "models", "spec", "transform", "_channels"),
     # the model core, the predictive engine, the posterior type and its files
     ("nets", "predictive", "posterior", "io"),
     # data and methods (each knows nothing of metrics), and what acts on a posterior

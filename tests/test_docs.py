@@ -27,7 +27,8 @@ PAGES = ["README.md", *sorted(str(p.relative_to(ROOT))
                               for p in (ROOT / "docs" / "guide").glob("*.md"))]
 # Pages whose examples fit and compare several methods and run a study take 15-30 s
 # each on two busy cores: they run with the long tests (`make test-slow`, in CI too).
-SLOW_PAGES = {"docs/guide/comparing.md", "docs/guide/own-data.md", "docs/guide/studies.md"}
+SLOW_PAGES = {"docs/guide/comparing.md", "docs/guide/own-data.md", "docs/guide/own-network.md",
+              "docs/guide/studies.md"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 # Data options that keep an example's command quick; what the line asks for stays.

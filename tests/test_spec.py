@@ -137,7 +137,7 @@ def test_empty_draws_and_non_mappings_are_rejected():
     empty = {k: np.zeros((0, *s), np.float32) for k, s in spec.param_shapes().items()}
     with pytest.raises(InvalidInputError, match="S = 0"):
         spec.check_draws(empty)
-    with pytest.raises(InvalidTypeError, match="state_dict"):
+    with pytest.raises(InvalidTypeError, match="keyed by leaf path"):
         spec.check_draws([np.zeros(3)])
     with pytest.raises(InvalidInputError, match="shape"):
         spec.check_params(_draws(spec))     # draws where one set is expected

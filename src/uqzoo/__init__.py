@@ -25,6 +25,8 @@ _EXPORTS: dict[str, str] = {
     "detectors": "uqzoo.detectors",
     "methods": "uqzoo.methods",
     "metrics": "uqzoo.metrics",
+    "models": "uqzoo.models",
+    "Model": "uqzoo.models",
     "perturb": "uqzoo.perturb",
     "plots": "uqzoo.plots",
     "report": "uqzoo.comparison.report",
@@ -44,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidTypeError": "uqzoo.errors",
     "OutputPathError": "uqzoo.errors",
     "UqzooError": "uqzoo.errors",
+    "UnsupportedModelError": "uqzoo.errors",
     "load_posterior": "uqzoo.posterior",
     "fit": "uqzoo.methods",
     "Posterior": "uqzoo.posterior",
@@ -107,6 +110,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         detectors,
         methods,
         metrics,
+        models,
         perturb,
         plots,
         report,
@@ -120,11 +124,13 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         FileFormatError,
         InvalidInputError,
         InvalidTypeError,
+        UnsupportedModelError,
         UqzooError,
     )
     from uqzoo.evaluate import EvalReport, evaluate
     from uqzoo.fidelity import Fidelity, fidelity
     from uqzoo.methods import fit
+    from uqzoo.models import Model
     from uqzoo.posterior import Posterior, load_posterior
     from uqzoo.predictive import PredictiveSummary, proba_draws, summarize
     from uqzoo.prior_shift import prior_shift

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidTypeError",
     "OutputPathError",
     "SlowFitWarning",
+    "UnsupportedModelError",
     "UqzooError",
 ]
 
@@ -30,6 +31,17 @@ class InvalidInputError(UqzooError, ValueError):
 
 class InvalidTypeError(UqzooError, TypeError):
     """An argument has a type that is not allowed."""
+
+
+class UnsupportedModelError(UqzooError, TypeError):
+    """A method needs something of the model that the model does not declare.
+
+    MC dropout needs to know where dropout applies, Laplace's last-layer
+    subset needs the model's last layer, the Pyro backends and HMC's input
+    rotation need :class:`uqzoo.MLPSpec`. The message names the method, the
+    missing capability and how to declare it; :func:`uqzoo.compare` leaves
+    such a method out with a note instead of failing.
+    """
 
 
 class FileFormatError(UqzooError, ValueError):

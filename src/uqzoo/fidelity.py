@@ -283,8 +283,8 @@ class _Side:
 
     def __init__(self, post: Posterior, chunk: int):
         self.post = post
-        self.forward = engine._Forward(post.spec, post.draws, post._anchor(),
-                                       post.logit_transform)
+        self.forward = engine._make_forward(post.spec, post.draws, post._anchor(),
+                                            post.logit_transform)
         self.S = self.forward.num_draws
         self.K = post.spec.n_classes
         self.chunk = chunk

@@ -98,7 +98,7 @@ from uqzoo._files import (
 )
 from uqzoo._limits import MAX_DEFLATE_RATIO
 from uqzoo._version import versions
-from uqzoo.errors import FileFormatError, InvalidTypeError
+from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
 
 __all__ = [
     "MAX_AUX_ELEMENTS",
@@ -192,7 +192,7 @@ def to_datatree(posterior) -> xr.DataTree:
         "predictive": posterior.predictive,
         "converged": json.dumps(posterior.converged),
         "config": json.dumps(posterior.config),
-        "spec": json.dumps(posterior.spec.to_dict()),
+        **_model_attrs(posterior.spec),
         "warnings": json.dumps(list(posterior.warnings)),
         "classes": json.dumps(None if posterior.classes is None else list(posterior.classes)),
         "versions": json.dumps(versions()),
@@ -205,6 +205,16 @@ def to_datatree(posterior) -> xr.DataTree:
     for name, ds in groups.items():
         tree[name] = xr.DataTree(dataset=ds)
     return tree
+
+
+def _model_attrs(model) -> dict[str, str]:
+    """What a file records of its model: the MLP's spec (rebuilt from the file alone), or
+    any other model's description, and always the fingerprint a loader checks."""
+    from uqzoo.spec import MLPSpec
+
+    described = ({"spec": json.dumps(model.to_dict())} if isinstance(model, MLPSpec)
+                 else {"model": json.dumps(model.describe())})
+    return {**described, "model_fingerprint": model.fingerprint()}
 
 
 # -- output paths: checked before any work, written atomically ------------------------------
@@ -486,10 +496,8 @@ def _diagnostic_attrs(group, where: str) -> dict[str, Any]:
     return out
 
 
-def _root_attrs(f, fmt: str) -> dict[str, Any]:
+def _root_attrs(f, fmt: str, model) -> dict[str, Any]:
     """The root attributes uqzoo defines, each parsed against its declared type."""
-    from uqzoo.spec import MLPSpec
-
     def optional(name: str) -> str | None:
         return _string_attr(f, name, "the root") if name in f.attrs else None
 
@@ -513,16 +521,7 @@ def _root_attrs(f, fmt: str) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise _Bad(f"attribute 'config' must be a JSON object, got {type(config).__name__}")
     out["config"] = config
-    spec = _json(text("spec"), "spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("hidden"), list):
-        raise _Bad("attribute 'spec' must be a JSON object with a 'hidden' list")
-    if fmt == "uqzoo.posterior/1":
-        spec.setdefault("prior", "iid")      # the only prior format 1 knew
-    try:
-        out["spec"] = MLPSpec.from_dict(spec)
-        out["legacy_dropout"] = spec.get("dropout")
-    except (TypeError, ValueError) as exc:
-        raise _Bad(f"attribute 'spec' does not describe a valid MLPSpec: {exc}") from None
+    out.update(_file_model(optional, fmt, model))
     warnings = _json(text("warnings"), "warnings")
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise _Bad(f"attribute 'warnings' must be a JSON list of strings, got "
@@ -543,6 +542,61 @@ def _root_attrs(f, fmt: str) -> dict[str, Any]:
         if not isinstance(versions, dict):
             raise _Bad("attribute 'versions' must be a JSON object")
     return out
+
+
+def _file_model(optional, fmt: str, model) -> dict[str, Any]:
+    """The file's model: its MLPSpec, or the ``model`` the caller passed, checked against
+    the fingerprint the file records."""
+    from uqzoo.models import Model, fingerprint_of
+    from uqzoo.spec import MLPSpec
+
+    if model is not None and not isinstance(model, Model):
+        raise InvalidTypeError(f"model must be a uqzoo.Model or None, got {type(model).__name__}")
+    spec_text, model_text = optional("spec"), optional("model")
+    recorded = optional("model_fingerprint")
+    out: dict[str, Any] = {}
+    if spec_text is not None:
+        spec = _json(spec_text, "spec")
+        if not isinstance(spec, dict) or not isinstance(spec.get("hidden"), list):
+            raise _Bad("attribute 'spec' must be a JSON object with a 'hidden' list")
+        if fmt == "uqzoo.posterior/1":
+            spec.setdefault("prior", "iid")      # the only prior format 1 knew
+        try:
+            out["spec"] = MLPSpec.from_dict(spec)
+            out["legacy_dropout"] = spec.get("dropout")
+        except (TypeError, ValueError) as exc:
+            raise _Bad(f"attribute 'spec' does not describe a valid MLPSpec: {exc}") from None
+        described = out["spec"].describe()
+        if recorded is None:
+            recorded = out["spec"].fingerprint()
+    elif model_text is not None:
+        described = _json(model_text, "model")
+        if not isinstance(described, dict):
+            raise _Bad("attribute 'model' must be a JSON object")
+        if recorded is None:
+            recorded = fingerprint_of(described)
+        if model is None:
+            raise InvalidInputError(
+                f"the file holds a posterior of your own model ({_described(described)}); "
+                f"load it with that model: uz.load_posterior(path, model=...)")
+    else:
+        raise _Bad("the root attribute 'spec' (or 'model') is missing")
+    if model is not None:
+        if model.fingerprint() != recorded:
+            raise InvalidInputError(
+                f"model does not match the file's: the file was fitted with "
+                f"{_described(described)} (fingerprint {recorded}), model is "
+                f"{model.summary()} (fingerprint {model.fingerprint()})")
+        out["spec"] = model
+    return out
+
+
+def _described(description: dict) -> str:
+    """A model description in a few words, for messages."""
+    params = description.get("params")
+    count = (f", {sum(math.prod(p.get('shape', [])) for p in params):,} parameters"
+             if isinstance(params, list) and all(isinstance(p, dict) for p in params) else "")
+    return f"{description.get('kind', '?')} {description.get('name', '')}".strip() + count
 
 
 # Format 1's timing keys and the one name each has now.
@@ -610,9 +664,13 @@ def _input_augmentation(text: str | None, spec) -> Any:
     return augmentation
 
 
-def read_posterior(path) -> dict[str, Any]:
+def read_posterior(path, model=None) -> dict[str, Any]:
     """The fields of a posterior written by :meth:`Posterior.save`, as keyword
     arguments of :class:`~uqzoo.Posterior` (:func:`uqzoo.load_posterior` makes it).
+
+    ``model``: the :class:`uqzoo.Model` the posterior was fitted with; needed
+    for any model but :class:`uqzoo.MLPSpec` (whose spec the file holds), and
+    checked against the fingerprint the file records.
 
     The file's structure is checked before any data is read; see the module
     docstring for what is refused.
@@ -647,7 +705,7 @@ def read_posterior(path) -> dict[str, Any]:
                 raise FileFormatError(
                     f"{where!r} is not a uqzoo posterior (uqzoo_format attribute is "
                     f"{fmt!r}, expected {FORMAT!r} or an older {_OLD_FORMATS})")
-            attrs = _root_attrs(f, fmt)
+            attrs = _root_attrs(f, fmt, model)
             spec = attrs["spec"]
             groups = _members(f, "")
             unknown = sorted(set(groups) - set(_GROUPS))
@@ -676,7 +734,7 @@ def read_posterior(path) -> dict[str, Any]:
             diagnostics.update(diag_attrs)
             anchor = None if anchor_sets is None else {
                 k: _read(d, f"/anchor/{k}") for k, d in anchor_sets.items()}
-    except FileFormatError:
+    except (FileFormatError, InvalidInputError, InvalidTypeError):
         raise
     except _Bad as exc:
         raise FileFormatError(f"{where!r} is not a valid uqzoo posterior: {exc}") from None
@@ -699,13 +757,3 @@ def read_posterior(path) -> dict[str, Any]:
         input_augmentation=attrs["input_augmentation"],
     )
 
-
-def __getattr__(name: str) -> Any:
-    # ``uqzoo.io.load_posterior`` is an alias of :func:`uqzoo.posterior.load_posterior`,
-    # kept for one release: the Posterior type sits above this module, which only
-    # reads and writes its fields.
-    if name == "load_posterior":
-        import importlib
-
-        return importlib.import_module("uqzoo.posterior").load_posterior
-    raise AttributeError(f"module 'uqzoo.io' has no attribute {name!r}")

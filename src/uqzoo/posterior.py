@@ -20,7 +20,7 @@ from uqzoo import predictive as engine
 from uqzoo._channels import InputAugmentation
 from uqzoo._validation import _show, check_int, check_seed, choices
 from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError
-from uqzoo.spec import MLPSpec
+from uqzoo.models import Model
 from uqzoo.transform import check_transform
 
 __all__ = ["PREDICTIVES", "Posterior"]
@@ -108,7 +108,7 @@ class Posterior:
         None (every method but ``tta``): the inputs as given.
     """
 
-    spec: MLPSpec
+    spec: Model
     method: str
     config: Mapping[str, Any]
     seed: int
@@ -126,8 +126,8 @@ class Posterior:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        if not isinstance(self.spec, MLPSpec):
-            raise InvalidTypeError(f"spec must be an MLPSpec, got {_show(self.spec)}")
+        if not isinstance(self.spec, Model):
+            raise InvalidTypeError(f"spec must be a uqzoo.Model, got {_show(self.spec)}")
         if not isinstance(self.method, str):
             raise InvalidTypeError(f"method must be a str, got {_show(self.method)}")
         for name in ("config", "sample_stats", "diagnostics"):
@@ -317,21 +317,33 @@ def check_anchored(posterior: object, method: str, needs: str) -> Mapping[str, n
     return posterior.anchor
 
 
-def load_posterior(path: str | os.PathLike) -> Posterior:
+def load_posterior(path: str | os.PathLike, model: Model | None = None) -> Posterior:
     """Read a posterior written by :meth:`Posterior.save`.
 
     The file's structure is checked before any data is read (see
     :mod:`uqzoo.io` for what is refused).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    model : Model, optional
+        The network the posterior was fitted with. A file of
+        :class:`uqzoo.MLPSpec` holds its spec and needs none; a file of your
+        own model (:func:`uqzoo.models.from_function`, ...) holds only its
+        fingerprint (no code), so pass the same model.
 
     Raises
     ------
     FileFormatError
         As :func:`uqzoo.io.read_posterior` says, or when the fields do not make
         a valid posterior.
+    InvalidInputError
+        When a file of your own model is loaded without ``model``, or ``model``
+        is not the one the file was fitted with (another fingerprint).
     """
     from uqzoo import io
 
-    fields = io.read_posterior(path)
+    fields = io.read_posterior(path, model)
     try:
         return Posterior(**fields)
     except (TypeError, ValueError) as exc:

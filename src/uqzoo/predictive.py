@@ -18,6 +18,7 @@ the level-L interval is [Q((1 - L)/2), Q((1 + L)/2)].
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import os
@@ -39,6 +40,7 @@ from uqzoo._validation import (
     check_levels,
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.models import Model
 from uqzoo.nets import torch as tnet
 from uqzoo.spec import MLPSpec
 from uqzoo.transform import LOGIT_TRANSFORMS, LogitTransform, check_transform
@@ -82,6 +84,13 @@ _MAX_CHUNK_ROWS = 2048
 # replaced (X·W products, later layers as block-diagonal products that spent
 # most of their FLOPs on zeros).
 _FIRST_LAYER_WIDTH = 200
+
+# Any other model runs through its own JAX ``apply``, vmapped over the draws
+# (_ModelForward). Its activations are unknown to uqzoo; chunks are sized as if
+# each draw held _GENERIC_WIDTH floats per row, within a 64 MiB budget: a
+# 1-D CNN of 4 channels over 189 bands holds about 750.
+_GENERIC_WIDTH = 1024
+_GENERIC_ELEMENTS = 2**24
 
 _INPLACE_ACTIVATIONS = {"tanh": torch.Tensor.tanh_, "relu": torch.Tensor.relu_,
                         "sigmoid": torch.Tensor.sigmoid_}
@@ -131,10 +140,10 @@ class PredictiveSummary:
         return self.mean.shape[0]
 
 
-def _prepare(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None
+def _prepare(spec: Model, draws: Mapping, X: object, anchor: Mapping | None
              ) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None]:
-    if not isinstance(spec, MLPSpec):
-        raise InvalidTypeError(f"spec must be an MLPSpec, got {type(spec).__name__}")
+    if not isinstance(spec, Model):
+        raise InvalidTypeError(f"spec must be a uqzoo.Model, got {type(spec).__name__}")
     draws = spec.check_draws(draws)
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     if anchor is not None:
@@ -142,7 +151,7 @@ def _prepare(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None
     return draws, X, anchor
 
 
-def _chunk_size(spec: MLPSpec, num_draws: int, chunk_size: int | None,
+def _chunk_size(spec: Model, num_draws: int, chunk_size: int | None,
                 linearized: bool = False) -> int:
     """Rows per chunk, so that no per-chunk buffer exceeds ``_CHUNK_ELEMENTS``.
 
@@ -154,6 +163,9 @@ def _chunk_size(spec: MLPSpec, num_draws: int, chunk_size: int | None,
     """
     if chunk_size is not None:
         return check_int(chunk_size, "chunk_size", minimum=1)
+    if not isinstance(spec, MLPSpec):
+        per_row = num_draws * max(spec.n_classes, _GENERIC_WIDTH) * (2 if linearized else 1)
+        return max(1, min(_MAX_CHUNK_ROWS, _GENERIC_ELEMENTS // per_row))
     if linearized:
         per_row = num_draws * max(spec.layer_sizes[1:])
         return max(1, _CHUNK_ELEMENTS // per_row)
@@ -181,18 +193,16 @@ class _Forward:
     sees the transformed ones.
     """
 
+    # Chunks may run in worker threads, one torch thread each (see summarize).
+    threaded = True
+
     def __init__(self, spec: MLPSpec, draws: Mapping[str, np.ndarray],
                  anchor: Mapping[str, np.ndarray] | None,
                  transform: LogitTransform | None = None):
-        self.spec = spec
-        self.num_draws = S = next(iter(draws.values())).shape[0]
+        self._set_transform(spec, draws, transform)
+        self.mlp = spec
+        S = self.num_draws
         self.activation = _INPLACE_ACTIVATIONS[spec.activation]
-        self.scale: torch.Tensor | None = None
-        self.shift: torch.Tensor | None = None
-        if transform is not None:
-            self.scale = torch.from_numpy(transform.scale.astype(np.float32))
-            if np.any(transform.shift != 0):
-                self.shift = torch.from_numpy(transform.shift.astype(np.float32))
         self.anchor: dict[str, torch.Tensor] | None = None
         if anchor is not None:
             self.params = tnet.to_tensors(draws)
@@ -211,6 +221,17 @@ class _Forward:
             self.groups.append((s0, s1, _tensor(first), later))
         widest_group = max(s1 - s0 for s0, s1, _, _ in self.groups)
         self.hidden_width = widest_group * max(spec.hidden, default=0)
+
+    def _set_transform(self, spec: Model, draws: Mapping[str, np.ndarray],
+                       transform: LogitTransform | None) -> None:
+        self.spec = spec
+        self.num_draws = next(iter(draws.values())).shape[0]
+        self.scale: torch.Tensor | None = None
+        self.shift: torch.Tensor | None = None
+        if transform is not None:
+            self.scale = torch.from_numpy(transform.scale.astype(np.float32))
+            if np.any(transform.shift != 0):
+                self.shift = torch.from_numpy(transform.shift.astype(np.float32))
 
     def workspace(self, rows: int) -> tuple[torch.Tensor, ...]:
         """Flat buffers reused across chunks: two for a group's hidden activations,
@@ -240,7 +261,7 @@ class _Forward:
                     workspace: tuple[torch.Tensor, ...]) -> torch.Tensor:
         n = X.shape[0]
         if self.anchor is not None:
-            lin = tnet.linearized_logits(self.spec, self.anchor, self.params, X)
+            lin = tnet.linearized_logits(self.mlp, self.anchor, self.params, X)
             out.view(n, self.num_draws, -1).copy_(lin.transpose(0, 1))
             return out
         n_out = self.spec.n_outputs
@@ -269,6 +290,74 @@ class _Forward:
                 h = target
         out.copy_(logits.T)
         return out
+
+
+class _ModelForward(_Forward):
+    """The same logits for any :class:`uqzoo.Model`: ``vmap`` of its ``apply`` over the draws.
+
+    One jitted program per model (cached, :func:`_model_program`) evaluates
+    all S draws on a chunk; the last chunk is padded to the chunk's rows so
+    that every chunk runs the one compiled shape. With an ``anchor`` the
+    model is linearised there (``jax.linearize``: f(θ*) + J(θ*)(θ_s − θ*),
+    the Laplace "glm" predictive), the Jacobian never formed. JAX runs the
+    program on its own threads, so chunks run one at a time.
+    """
+
+    threaded = False
+
+    def __init__(self, spec: Model, draws: Mapping[str, np.ndarray],
+                 anchor: Mapping[str, np.ndarray] | None,
+                 transform: LogitTransform | None = None):
+        import jax.numpy as jnp
+
+        self._set_transform(spec, draws, transform)
+        self.jax_anchor = (None if anchor is None
+                           else {k: jnp.asarray(v) for k, v in anchor.items()})
+        self.jax_draws = {k: jnp.asarray(v) for k, v in draws.items()}
+        self.program = _model_program(spec, anchor is not None)
+        self.rows = 0                        # the compiled chunk's rows, set by workspace
+
+    def workspace(self, rows: int) -> tuple[torch.Tensor, ...]:
+        self.rows = rows
+        return ()
+
+    def _raw_logits(self, X: torch.Tensor, out: torch.Tensor,
+                    workspace: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        n = X.shape[0]
+        x = X.numpy()
+        if n < self.rows:
+            x = np.concatenate([x, np.zeros((self.rows - n, x.shape[1]), x.dtype)])
+        args = ((self.jax_draws, x) if self.jax_anchor is None
+                else (self.jax_anchor, self.jax_draws, x))
+        z = np.array(self.program(*args))[:, :n]         # (S, n, n_outputs), a writable copy
+        out.view(n, self.num_draws, -1).copy_(torch.from_numpy(z.transpose(1, 0, 2)))
+        return out
+
+
+@functools.lru_cache(maxsize=32)
+def _model_program(model: Model, linearized: bool) -> Callable:
+    """Jitted (S, n, n_outputs) logits of S draws at n rows: ``vmap(model.apply)``,
+    or with ``linearized`` the first-order expansion at an anchor."""
+    import jax
+
+    if not linearized:
+        return jax.jit(jax.vmap(model.apply, in_axes=(0, None)))
+
+    def linear(anchor, draws, X):
+        at_anchor, tangent = jax.linearize(lambda p: model.apply(p, X), anchor)
+        delta = jax.tree_util.tree_map(lambda d, a: d - a, draws, anchor)
+        return at_anchor[None] + jax.vmap(tangent)(delta)
+
+    return jax.jit(linear)
+
+
+def _make_forward(spec: Model, draws: Mapping[str, np.ndarray],
+                  anchor: Mapping[str, np.ndarray] | None,
+                  transform: LogitTransform | None) -> _Forward:
+    """The MLP's fused forward, or any model's own (:class:`_ModelForward`)."""
+    if isinstance(spec, MLPSpec):
+        return _Forward(spec, draws, anchor, transform)
+    return _ModelForward(spec, draws, anchor, transform)
 
 
 def _split(total: int, size: int) -> list[tuple[int, int]]:
@@ -312,7 +401,7 @@ def _binary_proba(logits: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
+def proba_draws(spec: Model, draws: Mapping, X: object, *,
                         anchor: Mapping | None = None,
                         chunk_size: int | None = None,
                         logit_transform: LogitTransform | None = None) -> np.ndarray:
@@ -324,7 +413,9 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
 
     Parameters
     ----------
-    spec : MLPSpec
+    spec : Model
+        :class:`uqzoo.MLPSpec` (a fused torch forward) or any other model
+        (its ``apply``, vmapped over the draws).
     draws : dict of arrays
         Parameter draws in the shared layout, each with a leading S axis.
     X : array of shape (N, D)
@@ -354,7 +445,7 @@ def proba_draws(spec: MLPSpec, draws: Mapping, X: object, *,
 
 
 @torch.no_grad()
-def logit_draws(spec: MLPSpec, draws: Mapping, X: object, *, anchor: Mapping | None = None,
+def logit_draws(spec: Model, draws: Mapping, X: object, *, anchor: Mapping | None = None,
                 chunk_size: int | None = None,
                 logit_transform: LogitTransform | None = None) -> np.ndarray:
     """The logits of every parameter draw at every point, before any link.
@@ -381,13 +472,13 @@ def logit_draws(spec: MLPSpec, draws: Mapping, X: object, *, anchor: Mapping | N
                          probabilities=False)
 
 
-def _draw_by_draw(spec: MLPSpec, draws: Mapping, X: object, anchor: Mapping | None,
+def _draw_by_draw(spec: Model, draws: Mapping, X: object, anchor: Mapping | None,
                   chunk_size: int | None, logit_transform: LogitTransform | None,
                   probabilities: bool) -> np.ndarray:
     """(S, N, K) probabilities or (S, N, n_outputs) logits of every draw, by chunk."""
     draws, X, anchor = _prepare(spec, draws, X, anchor)     # checks spec first
     width = spec.n_classes if probabilities else spec.n_outputs
-    forward = _Forward(spec, draws, anchor, check_transform(spec, logit_transform))
+    forward = _make_forward(spec, draws, anchor, check_transform(spec, logit_transform))
     S, N = forward.num_draws, X.shape[0]
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
     workspace = forward.workspace(chunk)
@@ -545,7 +636,7 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def summarize(spec: MLPSpec, draws: Mapping, X: object,
+def summarize(spec: Model, draws: Mapping, X: object,
               levels: Sequence[float] = DEFAULT_LEVELS, *,
               anchor: Mapping | None = None, chunk_size: int | None = None,
               interval: str = "equal_tailed", workers: int | None = None,
@@ -614,7 +705,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     """
     levels = check_levels(levels)
     draws, X, anchor = _prepare(spec, draws, X, anchor)
-    forward = _Forward(spec, draws, anchor, check_transform(spec, logit_transform))
+    forward = _make_forward(spec, draws, anchor, check_transform(spec, logit_transform))
     S, N, K = forward.num_draws, X.shape[0], spec.n_classes
     chunk = min(N, _chunk_size(spec, S, chunk_size, linearized=anchor is not None))
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
@@ -629,7 +720,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
     starts = list(range(0, N, chunk))
     workers = default_workers() if workers is None else check_int(workers, "workers",
                                                                   minimum=1, maximum=1024)
-    n_workers = min(workers, len(starts))
+    n_workers = min(workers, len(starts)) if forward.threaded else 1
     bar = progress(total=len(starts), desc="summarize", unit="chunk", enabled=progress_bar)
     lock = threading.Lock()
     pending = iter(starts)
@@ -664,7 +755,7 @@ def summarize(spec: MLPSpec, draws: Mapping, X: object,
 
 # -- test-time augmentation: each draw sees its own augmented copy of X ---------------------
 
-def _augmented(spec: MLPSpec, draws: Mapping, X: object, augmentation: InputAugmentation,
+def _augmented(spec: Model, draws: Mapping, X: object, augmentation: InputAugmentation,
                draw_index: Sequence[int] | np.ndarray | None, anchor: Mapping | None,
                logit_transform: LogitTransform | None, probabilities: bool) -> np.ndarray:
     """(S, N, K) probabilities or (S, N, n_outputs) logits, draw s at augmentation
@@ -688,7 +779,7 @@ def _augmented(spec: MLPSpec, draws: Mapping, X: object, augmentation: InputAugm
 
 
 @torch.no_grad()
-def augmented_draws(spec: MLPSpec, draws: Mapping, X: object,
+def augmented_draws(spec: Model, draws: Mapping, X: object,
                     augmentation: InputAugmentation, *,
                     draw_index: Sequence[int] | np.ndarray | None = None,
                     anchor: Mapping | None = None,
@@ -712,7 +803,7 @@ def augmented_draws(spec: MLPSpec, draws: Mapping, X: object,
                       probabilities)
 
 
-def augmented_summarize(spec: MLPSpec, draws: Mapping, X: object,
+def augmented_summarize(spec: Model, draws: Mapping, X: object,
                         levels: Sequence[float] = DEFAULT_LEVELS, *,
                         augmentation: InputAugmentation, anchor: Mapping | None = None,
                         chunk_size: int | None = None, interval: str = "equal_tailed",

@@ -47,8 +47,8 @@ from uqzoo._validation import _show, check_float
 from uqzoo.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
+    from uqzoo.models import Model
     from uqzoo.posterior import Posterior
-    from uqzoo.spec import MLPSpec
 
 __all__ = [
     "DIVERGENCE_RATE_MAX",
@@ -226,14 +226,14 @@ def reference_gate(posterior: Posterior, *,
                          messages=tuple(messages))
 
 
-def reference_posterior(spec: MLPSpec, data: Any, config: Any = None, *, seed: int,
+def reference_posterior(spec: Model, data: Any, config: Any = None, *, seed: int,
                         max_divergence_rate: float = DIVERGENCE_RATE_MAX,
                         progress_bar: bool = True, **options: Any) -> Posterior:
     """Sample a reference posterior with long multi-chain NUTS, and gate it.
 
     Parameters
     ----------
-    spec : MLPSpec
+    spec : Model
     data : ClassificationData
         Only the training split is used; its fingerprint is recorded.
     config : uqzoo.methods.hmc.Config, optional

@@ -1,4 +1,4 @@
-"""The network every method shares, and the layout of its parameters.
+"""uqzoo's own network, :class:`MLPSpec`: one :class:`uqzoo.Model`, with fast paths.
 
 A network is ``in_features -> hidden[0] -> ... -> n_outputs`` fully connected
 layers with one activation between them. Parameters are a ``dict`` keyed like
@@ -14,15 +14,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from uqzoo._validation import _show, check_choice, check_float, check_int, choices
 from uqzoo.errors import InvalidInputError, InvalidTypeError
+from uqzoo.models import MAX_PARAMS, Model
 
-__all__ = ["ACTIVATIONS", "PRIORS", "MLPSpec"]
+__all__ = ["ACTIVATIONS", "MAX_PARAMS", "PRIORS", "MLPSpec"]
 
 Activation = Literal["tanh", "relu", "sigmoid"]
 ACTIVATIONS = choices(Activation)
@@ -36,16 +37,10 @@ _LEGACY_KEYS = ("dropout",)
 # keeps a typo from turning into an impossible allocation.
 _MAX_WIDTH = 1_000_000
 
-# Parameters of one network. Every method keeps S float32 draws of all of them,
-# within uqzoo._limits.MAX_DRAW_BYTES (4 GiB); 2**24 parameters (64 MiB a draw)
-# leave room for 64 draws, about the fewest that equal-tailed 0.95 intervals
-# need (39). Checked from the widths, before anything is allocated.
-MAX_PARAMS = 2**24
-
 
 @dataclasses.dataclass(frozen=True)
-class MLPSpec:
-    """A small fully connected classifier.
+class MLPSpec(Model):
+    """A small fully connected classifier: uqzoo's own :class:`uqzoo.Model`.
 
     Parameters
     ----------
@@ -72,6 +67,10 @@ class MLPSpec:
         from); with D inputs a first-layer pre-activation then has prior sd
         s·√(D + 1), 14 for 200 bands.
 
+    Every method runs on any :class:`uqzoo.Model`; the MLP adds what only it
+    declares -- MC dropout's hidden masks, HMC's hierarchical layer scales
+    and input rotation, the Pyro backends -- and a fused predictive engine.
+
     The spec is the architecture and prior only: what a method does on top
     (MC dropout's rate, an ensemble's size) lives in that method's ``Config``.
 
@@ -91,6 +90,8 @@ class MLPSpec:
     activation: str = "tanh"
     prior_scale: float = 1.0
     prior: str = "fan_in"
+
+    dropout_masks: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -117,11 +118,6 @@ class MLPSpec:
         set_(self, "prior", check_choice(self.prior, "prior", PRIORS))
 
     @property
-    def n_outputs(self) -> int:
-        """Number of logits: 1 for two classes, K otherwise."""
-        return 1 if self.n_classes == 2 else self.n_classes
-
-    @property
     def layer_sizes(self) -> tuple[int, ...]:
         """(in_features, *hidden, n_outputs)."""
         return (self.in_features, *self.hidden, self.n_outputs)
@@ -142,6 +138,62 @@ class MLPSpec:
     @property
     def n_params(self) -> int:
         return sum(math.prod(s) for s in self.param_shapes().values())
+
+    @property
+    def last_layer(self) -> str:
+        return f"layers.{self.n_layers - 1}"
+
+    def apply(self, params: Mapping[str, Any], X: Any, *,
+              hidden_masks: Sequence[Any] | None = None) -> Any:
+        """Logits of the network, in JAX: the one definition every JAX method uses.
+
+        Parameters
+        ----------
+        params : dict of arrays
+            One parameter set, or a stack with leading axes B (draws, chains,
+            ensemble members).
+        X : array of shape (N, D), or (*B, N, D) with rows of each stacked network's own
+        hidden_masks : sequence of arrays, optional
+            One multiplier per hidden layer, broadcastable to (*B, N, h_i),
+            applied to that layer's output (dropout: 0 or 1/(1 - p)).
+
+        Returns
+        -------
+        array of shape (*B, N, n_outputs)
+
+        Notes
+        -----
+        With a shared X (N, D), the first layer of every stacked network is one
+        (N, D) × (D, B·h) product (``einsum`` with no batch axis lowers to a
+        single matrix multiply): the largest saving over a loop of networks,
+        and why the MLP keeps this forward rather than vmapping one network.
+        """
+        import jax
+        import jax.numpy as jnp
+
+        act = {"tanh": jnp.tanh, "relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid}[self.activation]
+        last = self.n_layers - 1
+        h = X
+        for i in range(self.n_layers):
+            weight = params[f"layers.{i}.weight"]
+            bias = params[f"layers.{i}.bias"]
+            if i == 0 and X.ndim == 2:
+                a = jnp.einsum("nd,...hd->...nh", X, weight)
+            else:
+                a = jnp.matmul(h, jnp.swapaxes(weight, -1, -2))
+            h = a + bias[..., None, :]
+            if i < last:
+                h = act(h)
+                if hidden_masks is not None:
+                    h = h * hidden_masks[i]
+        return h
+
+    def describe(self) -> dict:
+        return {"kind": "mlp", **self.to_dict()}
+
+    def summary(self) -> str:
+        widths = "×".join(map(str, self.hidden)) or "no hidden layer"
+        return f"MLP {widths} {self.activation} ({self.n_params:,} parameters)"
 
     def to_dict(self) -> dict:
         """Plain-JSON form, for saving."""
@@ -177,25 +229,6 @@ class MLPSpec:
             return self.prior_scale / math.sqrt(shape[1])
         return self.prior_scale
 
-    def prior_sds(self) -> dict[str, float]:
-        """:meth:`prior_sd` of every parameter, in layer order."""
-        return {key: self.prior_sd(key) for key in self.param_shapes()}
-
-    # -- parameter layout helpers -------------------------------------------------
-
-    def check_draws(self, draws: object, name: str = "draws") -> dict[str, np.ndarray]:
-        """Validate parameter draws (leading S axis) against this spec.
-
-        Returns the draws as a dict of float32 numpy arrays in layer order.
-        Raises a clear error for missing/extra keys, wrong shapes, a ragged S
-        axis or non-finite values.
-        """
-        return _check_layout(self, draws, name, leading=True)
-
-    def check_params(self, params: object, name: str = "params") -> dict[str, np.ndarray]:
-        """Validate one parameter set (no leading S axis) against this spec."""
-        return _check_layout(self, params, name, leading=False)
-
     def init_params(self, seed: int, num: int | None = None) -> dict[str, np.ndarray]:
         """Random initial parameters: torch ``nn.Linear``'s default init.
 
@@ -210,75 +243,3 @@ class MLPSpec:
             bound = 1.0 / math.sqrt(fan_in)
             out[key] = rng.uniform(-bound, bound, size=lead + shape).astype(np.float32)
         return out
-
-    def flatten(self, params: Mapping[str, np.ndarray], leading: int = 0) -> np.ndarray:
-        """Concatenate parameters into vectors, layer order, row-major.
-
-        ``leading`` is the number of leading batch axes (1 for draws).
-        """
-        parts = []
-        for key, shape in self.param_shapes().items():
-            arr = np.asarray(params[key])
-            parts.append(arr.reshape((*arr.shape[:leading], math.prod(shape))))
-        return np.concatenate(parts, axis=-1)
-
-    def unflatten(self, vector: np.ndarray) -> dict[str, np.ndarray]:
-        """Inverse of :meth:`flatten`; leading axes are kept."""
-        vector = np.asarray(vector)
-        if vector.shape[-1] != self.n_params:
-            raise InvalidInputError(
-                f"vector must have last axis n_params = {self.n_params}, got shape {vector.shape}"
-            )
-        lead = vector.shape[:-1]
-        out, start = {}, 0
-        for key, shape in self.param_shapes().items():
-            size = math.prod(shape)
-            out[key] = vector[..., start:start + size].reshape(lead + shape)
-            start += size
-        return out
-
-
-def _check_layout(spec: MLPSpec, draws: object, name: str, leading: bool) -> dict[str, np.ndarray]:
-    if not isinstance(draws, Mapping):
-        raise InvalidTypeError(
-            f"{name} must be a dict of arrays keyed like a torch state_dict "
-            f"({', '.join(spec.param_shapes())}), got {_show(draws)}"
-        )
-    expected = spec.param_shapes()
-    missing = [k for k in expected if k not in draws]
-    extra = [k for k in draws if k not in expected]
-    if missing or extra:
-        raise InvalidInputError(
-            f"{name} does not match the spec's layout: missing {missing}, unexpected {extra}; "
-            f"expected keys {list(expected)}"
-        )
-    out: dict[str, np.ndarray] = {}
-    n_draws = None
-    for key, shape in expected.items():
-        value = draws[key]
-        try:
-            arr = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
-        except Exception as exc:
-            raise InvalidTypeError(f"{name}[{key!r}] must be a numeric array") from exc
-        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-            raise InvalidTypeError(f"{name}[{key!r}] must be numeric, got dtype {arr.dtype}")
-        want = ("S", *shape) if leading else shape
-        ok = arr.ndim == len(want) and arr.shape[int(leading):] == shape
-        if not ok:
-            raise InvalidInputError(
-                f"{name}[{key!r}] must have shape {want}, got {arr.shape}"
-            )
-        if leading:
-            if n_draws is None:
-                n_draws = arr.shape[0]
-            elif arr.shape[0] != n_draws:
-                raise InvalidInputError(
-                    f"{name} entries must share the draw axis S; {key!r} has "
-                    f"{arr.shape[0]} draws, earlier entries {n_draws}"
-                )
-        if not np.all(np.isfinite(arr)):
-            raise InvalidInputError(f"{name}[{key!r}] must be finite, found NaN or inf")
-        out[key] = arr.astype(np.float32, copy=False)
-    if leading and n_draws == 0:
-        raise InvalidInputError(f"{name} must hold at least one draw, got S = 0")
-    return out

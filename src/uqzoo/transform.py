@@ -18,7 +18,7 @@ import numpy as np
 
 from uqzoo._validation import check_choice, check_float, choices
 from uqzoo.errors import InvalidInputError, InvalidTypeError
-from uqzoo.spec import MLPSpec
+from uqzoo.models import Model
 
 __all__ = ["LOGIT_TRANSFORMS", "LogitTransform", "check_transform"]
 
@@ -130,7 +130,7 @@ class LogitTransform:
                 f"b={np.round(self.shift, 4).tolist()})")
 
 
-def check_transform(spec: MLPSpec, transform: object) -> LogitTransform | None:
+def check_transform(spec: Model, transform: object) -> LogitTransform | None:
     """``transform`` checked against ``spec``'s number of logits (None passes through)."""
     if transform is None:
         return None
@@ -139,6 +139,6 @@ def check_transform(spec: MLPSpec, transform: object) -> LogitTransform | None:
             f"logit_transform must be a LogitTransform or None, got {type(transform).__name__}")
     if transform.n_outputs != spec.n_outputs:
         raise InvalidInputError(
-            f"logit_transform acts on {transform.n_outputs} logits; the spec's network has "
+            f"logit_transform acts on {transform.n_outputs} logits; the network has "
             f"{spec.n_outputs} (n_outputs)")
     return transform

@@ -41,11 +41,13 @@ from uqzoo.errors import (
     InvalidInputError,
     InvalidTypeError,
     SlowFitWarning,
+    UnsupportedModelError,
     UqzooError,
 )
 from uqzoo.methods import check_class_weight
 from uqzoo.metrics.detection import DEFAULT_FARS, DetectionROC, PdAtFar, _check_fars
 from uqzoo.metrics.intervals import SUMMARY_INTERVALS
+from uqzoo.models import Model
 from uqzoo.prior_shift import _as_prior, prior_shift
 from uqzoo.spec import MLPSpec
 
@@ -208,6 +210,11 @@ class Settings:
         With ``reference="auto"`` on data without true probabilities, why no
         reference posterior was sampled (too long by HMC's time estimate, or
         HMC's time not estimable); None otherwise.
+    left_out : tuple of (str, str)
+        Methods not fitted because the model lacks what they need (MC
+        dropout on a model that declares no dropout), each with the reason.
+    model : str or None
+        The compared network in a few words (:meth:`uqzoo.Model.summary`).
     """
 
     levels: tuple[float, ...]
@@ -222,6 +229,8 @@ class Settings:
     reference: ReferenceSettings | None = None
     test_fingerprint: str | None = None
     reference_skipped: str | None = None
+    left_out: tuple[tuple[str, str], ...] = ()
+    model: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -379,8 +388,9 @@ def format_table(table: pd.DataFrame) -> str:
         return table.to_string()
 
 
-def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None = None,
-            seed: int = 0, levels: Sequence[float] = (0.8, 0.95), delta: float = 0.2,
+def compare(data, methods: Sequence[str] | None = None, *, model: Model | None = None,
+            spec: MLPSpec | None = None, seed: int = 0,
+            levels: Sequence[float] = (0.8, 0.95), delta: float = 0.2,
             configs: Mapping[str, Mapping[str, Any]] | None = None,
             progress_bar: bool = True, detectors: bool | None = None,
             far: Sequence[float] = DEFAULT_FARS, num_draws: int = DEFAULT_NUM_DRAWS,
@@ -399,10 +409,16 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     methods : str or sequence of str, optional
         Method names (``uz.methods.names()``); all of them by default. A single
         name is the same as a one-element list.
+    model : Model, optional
+        The network every method fits: :class:`uqzoo.MLPSpec` or your own
+        (:func:`uqzoo.models.from_function`, ``from_flax``,
+        ``from_equinox``). By default an MLP of 2 hidden layers of 10 tanh
+        units (MC dropout's rate is its own option, ``configs={"mc_dropout":
+        {"dropout": ...}}``). A method that needs what the model does not
+        declare (MC dropout on a model without dropout) is left out, with a
+        note in :attr:`Settings.left_out` and in the verdict.
     spec : MLPSpec, optional
-        The network; by default 2 hidden layers of 10 tanh units (MC
-        dropout's rate is its own option, ``configs={"mc_dropout":
-        {"dropout": ...}}``).
+        The same as ``model``, for an MLP; give one of the two.
     seed : int
         Seed of every fit (each method gets the same seed).
     levels : sequence of float
@@ -583,8 +599,14 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
     unknown = sorted(set(configs) - set(names))
     if unknown:
         raise InvalidInputError(f"configs names methods {unknown} that are not compared")
+    if model is not None and spec is not None:
+        raise InvalidInputError("give model= or spec=, not both (spec= is an MLPSpec model)")
+    spec: Model | None = model if model is not None else spec  # type: ignore[no-redef]
     if spec is None:
         spec = MLPSpec(data.n_features, data.n_classes, hidden=(10, 10))
+    elif not isinstance(spec, Model):
+        raise InvalidTypeError(f"model must be a uqzoo.Model (uz.MLPSpec, "
+                               f"uz.models.from_function(...)), got {_show(spec)}")
 
     num_draws = check_draws(num_draws, "num_draws")
     interval = check_choice(interval, "interval", SUMMARY_INTERVALS)
@@ -632,6 +654,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
         method_registry.make_config(name, **{k: v for k, v in options_of[name].items()
                                              if not isinstance(v, dict)})
     failed_fits: dict[str, str] = {}
+    left_out: dict[str, str] = {}
     said: set[str] = set()
     for name in names:
         options = options_of[name]
@@ -642,6 +665,9 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 post = method_registry.fit(name, spec, fit_data, seed=seed,
                                            progress_bar=progress_bar, **options)
+        except UnsupportedModelError as exc:    # the model lacks what the method needs
+            left_out[name] = str(exc)
+            continue
         except Exception as exc:    # one method's failure must not sink the others' results
             failed_fits[name] = _fit_failure(name, exc)
             rows.append({"method": name, "kind": "posterior", "failed": True,
@@ -691,7 +717,7 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                 row.update(_fidelity_columns(fidelity[row["method"]]))
     if not reports:
         raise InvalidInputError("every method's fit failed, so there is nothing to compare: "
-                                + "; ".join(failed_fits.values()))
+                                + "; ".join([*failed_fits.values(), *left_out.values()]))
     table = pd.DataFrame(rows).set_index("method")
     # True / False for fits, <NA> for detector rows (no failure check applies)
     table["failed"] = table["failed"].astype("boolean")
@@ -711,7 +737,8 @@ def compare(data, methods: Sequence[str] | None = None, *, spec: MLPSpec | None 
                         seed=seed, data_name=str(data.name), n_test=int(data.n_test),
                         data=describe_data(data, recalibration, conformal_record),
                         reference=reference_settings, test_fingerprint=fingerprint_test_set(data),
-                        reference_skipped=reference_skipped)
+                        reference_skipped=reference_skipped,
+                        left_out=tuple(left_out.items()), model=spec.summary())
     if shifted is None:
         return Comparison(table=table[cols], reports=reports, posteriors=posteriors,
                           detectors=detector_results, recalibration=recalibration,
@@ -841,7 +868,7 @@ def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
         raise InvalidInputError(f"reference={shown} is refused: {exc}{hint}; allowed: "
                                 f"{_REFERENCE_ALLOWED}, sampled on this comparison's "
                                 f"training data") from None
-    if post.spec != spec:
+    if post.spec.fingerprint() != spec.fingerprint():
         # the exact posterior of another network or prior is not what the methods approximate
         raise InvalidInputError(
             f"reference={shown} is refused: it is a posterior of {post.spec}, the comparison "

@@ -313,6 +313,12 @@ def _judge(table: pd.DataFrame, n_points: int | Mapping[str, int] | None,
             if _is_true(rows[name]["failed"]):
                 flags = rows[name].get("flags", "")
                 failed[name] = "" if not isinstance(flags, str) else flags
+    if result is not None and result.settings is not None and result.settings.left_out:
+        skipped = result.settings.left_out
+        sentences.append(
+            f"Left out, because the model does not declare what "
+            f"{'it needs' if len(skipped) == 1 else 'they need'}: "
+            + "; ".join(f"{name} ({reason})" for name, reason in skipped) + ".")
     if failed:
         parts = [f"{name} ({flags})" if flags else name for name, flags in failed.items()]
         verb = "fit failed" if len(failed) == 1 else "fits failed"

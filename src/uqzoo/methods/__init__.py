@@ -6,7 +6,9 @@ protocol:
 - ``Config``: a frozen dataclass whose fields are the method's
   hyper-parameters (and only those it uses) with documented defaults,
   validated in ``__post_init__``;
-- ``fit(spec, data, config, *, seed, progress_bar) -> Posterior``.
+- ``fit(spec, data, config, *, seed, progress_bar) -> Posterior``, where
+  ``spec`` is any :class:`uqzoo.Model`; a method that needs what the model
+  does not declare raises :class:`uqzoo.UnsupportedModelError`.
 
 The registry is an explicit dict (no subclass scanning); modules are
 imported on first use so that ``import uqzoo`` does not pay for JAX, and
@@ -29,8 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from uqzoo.datasets import ClassificationData
+    from uqzoo.models import Model
     from uqzoo.posterior import Posterior
-    from uqzoo.spec import MLPSpec
 
 from uqzoo._validation import _show, check_seed, in_class_order
 from uqzoo.errors import InvalidInputError, InvalidTypeError
@@ -96,7 +98,7 @@ class Method(Protocol):
 
     Config: type[MethodConfig]
 
-    def fit(self, spec: MLPSpec, data: ClassificationData, config: Any, *, seed: int,
+    def fit(self, spec: Model, data: ClassificationData, config: Any, *, seed: int,
             progress_bar: bool = True) -> Posterior: ...
 
 
@@ -155,7 +157,7 @@ def make_config(name: str, **options: Any):
     return config_cls(**options)
 
 
-def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
+def fit(method: str, model, data, seed: int = 0, *, progress_bar: bool = True,
         **config: Any):
     """Fit posterior approximator ``method`` to ``data``.
 
@@ -168,8 +170,10 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
         point-estimate baseline: one MAP network, one draw), or ``"tta"``
         (test-time augmentation of the MAP network: its spread is sensitivity
         to the chosen augmentations, not posterior uncertainty).
-    spec : MLPSpec
-        The network; its ``in_features`` and ``n_classes`` must match ``data``.
+    model : Model
+        The network: :class:`uqzoo.MLPSpec`, or the user's own
+        (:func:`uqzoo.models.from_function`, ``from_flax``, ``from_equinox``);
+        its ``in_features`` and ``n_classes`` must match ``data``.
     data : ClassificationData
         Only the training part is used.
     seed : int
@@ -202,21 +206,23 @@ def fit(method: str, spec, data, seed: int = 0, *, progress_bar: bool = True,
     (3, 100, 2)
     """
     from uqzoo.datasets import ClassificationData
-    from uqzoo.spec import MLPSpec
+    from uqzoo.models import Model
 
     module = get(method)
-    if not isinstance(spec, MLPSpec):
-        raise InvalidTypeError(f"spec must be an MLPSpec, got {_show(spec)}")
+    spec = model
+    if not isinstance(spec, Model):
+        raise InvalidTypeError(f"model must be a uqzoo.Model (uz.MLPSpec, or "
+                               f"uz.models.from_function(...)), got {_show(spec)}")
     if not isinstance(data, ClassificationData):
         raise InvalidTypeError(f"data must be a ClassificationData, got {_show(data)}")
     if spec.in_features != data.n_features:
         raise InvalidInputError(
-            f"spec.in_features ({spec.in_features}) does not match the data's "
+            f"model.in_features ({spec.in_features}) does not match the data's "
             f"{data.n_features} features"
         )
     if spec.n_classes != data.n_classes:
         raise InvalidInputError(
-            f"spec.n_classes ({spec.n_classes}) does not match the data's "
+            f"model.n_classes ({spec.n_classes}) does not match the data's "
             f"{data.n_classes} classes"
         )
     seed = check_seed(seed)

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from uqzoo.spec import MLPSpec
+from uqzoo.models import Model
 
 __all__ = [
     "RHAT_THRESHOLD",
@@ -145,19 +145,20 @@ def rhat_ess(values: np.ndarray) -> dict[str, np.ndarray]:
     return {k: v.reshape(rest) for k, v in out.items()}
 
 
-def layer_norms(spec: MLPSpec, draws: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Frobenius norm of each layer's weights and bias together, per draw.
+def layer_norms(spec: Model, draws: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Frobenius norm of each layer's parameters together (``model.layers()``), per draw.
 
-    Invariant under permutations and sign flips of hidden units, so
-    comparable across chains. Returns float64 of shape (S, n_layers).
+    For the MLP, a layer's weights and bias: invariant under permutations and
+    sign flips of hidden units, so comparable across chains. Returns float64
+    of shape (S, n_layers).
     """
-    norms = []
-    for i in range(spec.n_layers):
-        w = np.asarray(draws[f"layers.{i}.weight"], dtype=np.float64)
-        b = np.asarray(draws[f"layers.{i}.bias"], dtype=np.float64)
-        sq = (w ** 2).sum(axis=(-2, -1)) + (b ** 2).sum(axis=-1)
-        norms.append(np.sqrt(sq))
-    return np.stack(norms, axis=-1)
+    squares: dict[str, np.ndarray] = {}
+    for key in spec.param_shapes():
+        value = np.asarray(draws[key], dtype=np.float64)
+        sq = (value ** 2).reshape(value.shape[0], -1).sum(axis=1)
+        layer = spec.layer_of(key)
+        squares[layer] = squares.get(layer, 0.0) + sq
+    return np.sqrt(np.stack([squares[layer] for layer in spec.layers()], axis=-1))
 
 
 def predictive_points(seed: int, n_train: int, num_points: int) -> np.ndarray:

@@ -80,6 +80,7 @@ from uqzoo._validation import check_choice, check_float, check_int
 from uqzoo.errors import InvalidInputError
 from uqzoo.methods._config import check_class_weight, row_weights
 from uqzoo.methods._diagnostics import Convergence
+from uqzoo.models import Model
 from uqzoo.nets import jax as nets_jax
 from uqzoo.spec import MLPSpec
 
@@ -312,7 +313,7 @@ def split_validation(n: int, fraction: float,
 class _Plan:
     """Static (hashable) description of a training run; one compilation per plan."""
 
-    spec: MLPSpec
+    spec: Model
     optimizer: str
     momentum: float
     batch_size: int | None
@@ -396,6 +397,7 @@ def _dropout_masks(plan: _Plan, keys, n_rows: int):
         return None
     keep_prob = 1.0 - plan.dropout
     masks = []
+    assert isinstance(plan.spec, MLPSpec), "dropout is the MLP's (mc_dropout checks first)"
     for i, width in enumerate(plan.spec.hidden):
         keep = jax.vmap(lambda k, i=i, width=width: jax.random.bernoulli(
             jax.random.fold_in(k, i), keep_prob, (n_rows, width)))(keys)
@@ -591,7 +593,7 @@ _block_jit = jax.jit(_block, static_argnums=0)
 # -- the public entry point ----------------------------------------------------------------
 
 
-def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str, np.ndarray],
+def train(spec: Model, X: np.ndarray, y: np.ndarray, init_params: Mapping[str, np.ndarray],
           config: OptimizerConfig, *, keys: jax.Array, weights: np.ndarray | None = None,
           X_val: np.ndarray | None = None, y_val: np.ndarray | None = None,
           dropout: float = 0.0, learning_rates: np.ndarray | None = None,
@@ -601,7 +603,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
 
     Parameters
     ----------
-    spec : MLPSpec
+    spec : Model
         The network and its prior (``spec.prior_sd`` sets each parameter's weight decay).
     X : array of shape (N, D)
     y : int array of shape (N,)
@@ -755,7 +757,7 @@ def train(spec: MLPSpec, X: np.ndarray, y: np.ndarray, init_params: Mapping[str,
                        stopped=stopped_all.copy())
 
 
-def fit_members(spec: MLPSpec, data, config: OptimizerConfig, *, seed: int, num_members: int,
+def fit_members(spec: Model, data, config: OptimizerConfig, *, seed: int, num_members: int,
                 dropout: float = 0.0, resample: Callable | None = None,
                 learning_rates: np.ndarray | None = None, hook: Any = None,
                 progress_bar: bool = False, desc: str = "train",

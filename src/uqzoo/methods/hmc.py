@@ -110,6 +110,7 @@ from uqzoo.methods._config import (
     check_members,
     config_dict,
 )
+from uqzoo.models import Model, unsupported
 from uqzoo.nets import sites
 from uqzoo.posterior import Posterior
 from uqzoo.spec import MLPSpec
@@ -313,7 +314,7 @@ _to_sites = sites.params_to_sites
 _to_layout = sites.sites_to_params
 
 
-def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
+def _initial_values(spec: Model, cfg: Config, rng: np.random.Generator,
                     dtype) -> dict[str, np.ndarray]:
     """One chain's starting point on the unconstrained scale."""
     shapes = sites.site_shapes(spec, cfg.hierarchical)
@@ -324,7 +325,8 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
         out = {}
         for k, s in shapes.items():
             if k.startswith("layer_scale."):
-                out[k] = np.log(np.abs(rng.normal(0.0, spec.prior_scale, size=s))).astype(dtype)
+                scale = sites.as_mlp(spec).prior_scale
+                out[k] = np.log(np.abs(rng.normal(0.0, scale, size=s))).astype(dtype)
             else:
                 scale = 1.0 if cfg.hierarchical else spec.prior_sd(k)
                 out[k] = rng.normal(0.0, scale, size=s).astype(dtype)
@@ -333,12 +335,13 @@ def _initial_values(spec: MLPSpec, cfg: Config, rng: np.random.Generator,
     if not cfg.hierarchical:
         return {k: v.astype(dtype) for k, v in params.items()}
     out = {}
+    mlp = sites.as_mlp(spec)
     for k in shapes:
         if k.startswith("layer_scale."):
-            out[k] = np.asarray(math.log(spec.prior_scale), dtype=dtype)
+            out[k] = np.asarray(math.log(mlp.prior_scale), dtype=dtype)
         else:
             key = k[:-len("_std")]
-            out[k] = (params[key] / (spec.prior_scale * sites.fan_in_factor(spec, key))
+            out[k] = (params[key] / (mlp.prior_scale * sites.fan_in_factor(spec, key))
                       ).astype(dtype)
     return out
 
@@ -353,7 +356,7 @@ class _Program(NamedTuple):
 
 
 @functools.lru_cache(maxsize=16)
-def _numpyro_program(spec: MLPSpec, hierarchical: bool, num_warmup: int, target_accept: float,
+def _numpyro_program(spec: Model, hierarchical: bool, num_warmup: int, target_accept: float,
                      max_tree_depth: int, dense_mass: bool, float64: bool,
                      vectorized: bool) -> _Program:
     """Jitted init and segment functions for one model and sampler setting.
@@ -558,7 +561,7 @@ def _segments(total: int, seconds_per_iteration: list[float]):
         done += n
 
 
-def _chain_starts(spec: MLPSpec, cfg: Config, seed: int, X: np.ndarray | None = None,
+def _chain_starts(spec: Model, cfg: Config, seed: int, X: np.ndarray | None = None,
                   y: np.ndarray | None = None
                   ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
     """Each chain's starting point (unconstrained) and NUTS key data (uint32 (2,)).
@@ -583,7 +586,7 @@ def _chain_starts(spec: MLPSpec, cfg: Config, seed: int, X: np.ndarray | None = 
     return list(zip(z0s, keys, strict=True))
 
 
-def _map_starts(spec: MLPSpec, cfg: Config, seeds: list[int], X: np.ndarray,
+def _map_starts(spec: Model, cfg: Config, seeds: list[int], X: np.ndarray,
                 y: np.ndarray) -> list[dict[str, np.ndarray]]:
     """One MAP fit per seed, trained together by uqzoo's trainer (full batch, Adam)."""
     from uqzoo.methods import _trainer
@@ -616,7 +619,7 @@ def _cpu_devices() -> list:
     return jax.devices("cpu")
 
 
-def resolve_chain_method(spec: MLPSpec, n_rows: int, config: Config) -> str:
+def resolve_chain_method(spec: Model, n_rows: int, config: Config) -> str:
     """The chain method a NumPyro fit uses: ``config.chain_method``, or the
     ``"auto"`` rule's choice.
 
@@ -643,7 +646,7 @@ def resolve_chain_method(spec: MLPSpec, n_rows: int, config: Config) -> str:
     return "vectorized" if work <= _VECTORIZE_MAX_WORK else "sequential"
 
 
-def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
+def _run_numpyro(spec: Model, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
                  progress: _Progress) -> tuple[dict, dict, dict]:
     import jax
 
@@ -769,7 +772,7 @@ def _run_numpyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed:
 
 # -- Pyro -------------------------------------------------------------------------------
 
-def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
+def _run_pyro(spec: Model, X: np.ndarray, y: np.ndarray, cfg: Config, seed: int,
               progress: _Progress) -> tuple[dict, dict, dict]:
     try:
         from pyro.infer import MCMC, NUTS
@@ -786,7 +789,7 @@ def _run_pyro(spec: MLPSpec, X: np.ndarray, y: np.ndarray, cfg: Config, seed: in
     yt = torch.tensor(np.array(y, dtype=np.int64))
     weights = _config.row_weights(cfg.class_weight, y, spec.n_classes)
     wt = None if weights is None else torch.tensor(weights.astype(float_dtype))
-    model = pyro_model.bayesian_mlp(spec, cfg.hierarchical, dtype=dtype)
+    model = pyro_model.bayesian_mlp(sites.as_mlp(spec), cfg.hierarchical, dtype=dtype)
 
     chain_seeds = np.random.SeedSequence(seed).spawn(cfg.num_chains)
     iterations = cfg.draws_per_chain * cfg.thinning
@@ -888,13 +891,13 @@ class TimeEstimate:
                 f"max_tree_depth, shorten it.")
 
 
-def time_estimate(spec: MLPSpec, data, config: Config, *,
+def time_estimate(spec: Model, data, config: Config, *,
                   num_gradients: int = 15) -> TimeEstimate | None:
     """Estimate a NUTS fit's sampling time from a few timed gradient evaluations.
 
     Parameters
     ----------
-    spec : MLPSpec
+    spec : Model
     data : ClassificationData
         Only ``X_train`` and ``y_train`` are used.
     config : Config
@@ -954,7 +957,7 @@ def time_estimate(spec: MLPSpec, data, config: Config, *,
 
 # -- fit --------------------------------------------------------------------------------
 
-def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
+def fit(spec: Model, data, config: Config, *, seed: int, progress_bar: bool = True) -> Posterior:
     """Sample the Bayesian MLP's posterior with NUTS.
 
     ``seed`` seeds the chain starting points and NUTS's randomness. The other arguments are
@@ -985,6 +988,7 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
     >>> post.diagnostics["rhat_predictive"].max() < 1.01              # doctest: +SKIP
     True
     """
+    _check_model(spec, config)
     X, y = np.asarray(data.X_train), np.asarray(data.y_train)
     iterations = config.num_chains * (config.num_warmup
                                       + config.draws_per_chain * config.thinning)
@@ -1019,7 +1023,22 @@ def fit(spec: MLPSpec, data, config: Config, *, seed: int, progress_bar: bool = 
                      warnings=convergence.messages)
 
 
-def _convergence_diagnostics(spec: MLPSpec, draws: dict[str, np.ndarray], stats: dict,
+def _check_model(model: Model, config: Config) -> None:
+    """The options written for the MLP's layout refuse any other model, by name."""
+    if isinstance(model, MLPSpec):
+        return
+    for option, on, why in (
+            ("backend", config.backend == "pyro", "backend='pyro' (the Pyro model is the MLP's)"),
+            ("hierarchical", config.hierarchical,
+             "hierarchical=True (per-layer scales of the MLP's weights)"),
+            ("rotate_inputs", config.rotate_inputs,
+             "rotate_inputs=True (rotates the MLP's first-layer weights)")):
+        if on:
+            raise unsupported("hmc", model, f"uqzoo.MLPSpec for {why}",
+                              f"leave {option} at its default for this model")
+
+
+def _convergence_diagnostics(spec: Model, draws: dict[str, np.ndarray], stats: dict,
                              X: np.ndarray, cfg: Config, seed: int) -> dict[str, Any]:
     chains, per_chain = cfg.num_chains, cfg.draws_per_chain
     idx = _diagnostics.predictive_points(seed, X.shape[0], cfg.num_diagnostic_points)

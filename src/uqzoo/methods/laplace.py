@@ -39,6 +39,7 @@ deep learning. NeurIPS.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -58,6 +59,7 @@ from uqzoo.methods._config import (
     check_training_sizes,
     config_dict,
 )
+from uqzoo.models import Model, unsupported
 from uqzoo.nets import torch as tnet
 from uqzoo.posterior import Posterior, check_anchored
 from uqzoo.spec import MLPSpec
@@ -127,17 +129,32 @@ class Config(FreeDraws, _trainer.TrainingConfig):
 # -- the layout of the Laplace parameters ---------------------------------------------------
 
 
-def _layer_of_each_param(spec: MLPSpec) -> np.ndarray:
-    """Layer index of every entry of the flattened parameter vector, (P,) int."""
-    return np.concatenate([np.full(math.prod(shape), int(key.split(".")[1]))
+def _layer_of_each_param(spec: Model) -> np.ndarray:
+    """Layer index (in ``spec.layers()``) of every entry of the flattened parameters, (P,)."""
+    index = {layer: i for i, layer in enumerate(spec.layers())}
+    return np.concatenate([np.full(math.prod(shape), index[spec.layer_of(key)])
                            for key, shape in spec.param_shapes().items()])
 
 
-def _subset_index(spec: MLPSpec, subset: str) -> np.ndarray:
+def _last_layer(spec: Model) -> str:
+    """The model's last layer; a model that names none is refused."""
+    if spec.last_layer is None:
+        raise unsupported("laplace", spec, "the model's last layer for subset='last_layer'",
+                          "name it (uz.models.from_function(..., last_layer='head')) or use "
+                          "subset='all'")
+    return spec.last_layer
+
+
+def _last_layer_keys(spec: Model) -> list[str]:
+    last = _last_layer(spec)
+    return [k for k in spec.param_shapes() if spec.layer_of(k) == last]
+
+
+def _subset_index(spec: Model, subset: str) -> np.ndarray:
     layer = _layer_of_each_param(spec)
     if subset == "all":
         return np.arange(layer.size)
-    return np.flatnonzero(layer == spec.n_layers - 1)
+    return np.flatnonzero(layer == spec.layers().index(_last_layer(spec)))
 
 
 # -- Jacobians and curvature (torch, float64, autodiff of the shared forward) ---------------
@@ -146,7 +163,7 @@ def _subset_index(spec: MLPSpec, subset: str) -> np.ndarray:
 LogLikelihoodTerms = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def _tensors(spec: MLPSpec, flat: np.ndarray) -> dict[str, torch.Tensor]:
+def _tensors(spec: Model, flat: np.ndarray) -> dict[str, torch.Tensor]:
     return {k: torch.as_tensor(np.array(v), dtype=torch.float64)
             for k, v in spec.unflatten(np.asarray(flat, dtype=np.float64)).items()}
 
@@ -157,7 +174,7 @@ def _targets(y: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(y.astype(np.int64 if y.dtype.kind in "biu" else np.float64))
 
 
-def logits_and_jacobian(spec: MLPSpec, params: dict[str, torch.Tensor], X: torch.Tensor,
+def logits_and_jacobian(spec: Model, params: dict[str, torch.Tensor], X: torch.Tensor,
                         last_layer_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits and their Jacobian in the parameters, by autodiff of the shared forward.
 
@@ -180,9 +197,9 @@ def logits_and_jacobian(spec: MLPSpec, params: dict[str, torch.Tensor], X: torch
         Columns in the flattened layout (``MLPSpec.flatten``), restricted to
         the last layer with ``last_layer_only``.
     """
-    keys = list(spec.param_shapes())
-    if last_layer_only:
-        keys = keys[-2:]
+    keys = _last_layer_keys(spec) if last_layer_only else list(spec.param_shapes())
+    if not isinstance(spec, MLPSpec):
+        return _model_logits_and_jacobian(spec, params, X, keys)
     varied = {k: params[k] for k in keys}
     fixed = {k: v for k, v in params.items() if k not in varied}
 
@@ -194,6 +211,39 @@ def logits_and_jacobian(spec: MLPSpec, params: dict[str, torch.Tensor], X: torch
                                   in_dims=(None, 0))(varied, X)
     n = X.shape[0]
     return logits, torch.cat([jac[k].reshape(n, spec.n_outputs, -1) for k in keys], dim=-1)
+
+
+def _model_logits_and_jacobian(model: Model, params: dict[str, torch.Tensor], X: torch.Tensor,
+                               keys: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`logits_and_jacobian` for any model: ``jax.jacrev`` of its ``apply`` per row,
+    in float64 (``jax.enable_x64`` for this call only)."""
+    import jax
+
+    with jax.enable_x64(True):
+        logits, jacobian = _jacobian_program(model, tuple(keys))(
+            {k: v.numpy() for k, v in params.items()}, X.numpy())
+        return torch.from_numpy(np.array(logits)), torch.from_numpy(np.array(jacobian))
+
+
+@functools.lru_cache(maxsize=16)
+def _jacobian_program(model: Model, keys: tuple[str, ...]) -> Callable:
+    import jax
+    import jax.numpy as jnp
+
+    def row(varied, fixed, x):
+        z = model.apply({**fixed, **varied}, x[None])[0]
+        return z, z
+
+    def program(params, X):
+        varied = {k: params[k] for k in keys}
+        fixed = {k: v for k, v in params.items() if k not in varied}
+        jac, logits = jax.vmap(jax.jacrev(row, has_aux=True), in_axes=(None, None, 0))(
+            varied, fixed, X)
+        n = X.shape[0]
+        return logits, jnp.concatenate([jac[k].reshape(n, model.n_outputs, -1)
+                                        for k in keys], axis=-1)
+
+    return jax.jit(program)
 
 
 def logit_hessians(log_likelihood_terms: LogLikelihoodTerms, logits: torch.Tensor,
@@ -228,7 +278,7 @@ class _Curvature(NamedTuple):
     log_likelihood: float
 
 
-def _curvature(spec: MLPSpec, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray,
+def _curvature(spec: Model, flat_map: np.ndarray, X: np.ndarray, y: np.ndarray,
                subset_index: np.ndarray, hessian: str,
                log_likelihood_terms: LogLikelihoodTerms,
                row_weights: np.ndarray | None = None) -> _Curvature:
@@ -358,7 +408,8 @@ class LaplaceResult(NamedTuple):
     subset_index : (P_sub,) int     entries of the flattened parameters it covers
     precision : (P_sub, P_sub) or (P_sub,)  G + diag δ (full or diagonal)
     ggn : like precision            the curvature alone
-    prior_precision : (L,)          δ of each layer's biases, λ_l / prior_scale² (its
+    prior_precision : (L,)          δ of each layer's entries of widest prior: the
+                                    MLP's biases, λ_l / prior_scale² (its
                                     weights': × fan_in under the fan-in prior; equal
                                     entries when tuned as a scalar)
     log_likelihood : float          log p(D | θ*)
@@ -373,7 +424,7 @@ class LaplaceResult(NamedTuple):
     log_marginal_likelihood: float
 
 
-def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, *,
+def laplace_at(spec: Model, params: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, *,
                subset: str = "all", hessian: str = "full", prior_tuning: str = "scalar",
                log_likelihood_terms: LogLikelihoodTerms | None = None,
                row_weights: np.ndarray | None = None) -> LaplaceResult:
@@ -416,8 +467,14 @@ def laplace_at(spec: MLPSpec, params: dict[str, np.ndarray], X: np.ndarray, y: n
     evidence = _Evidence(curvature, flat[index], groups, base, hessian)
     factors = _tune(evidence, np.ones(evidence.num_groups), prior_tuning)
     log_evidence, _ = evidence.value_and_grad(np.log(factors))
-    per_layer = np.full(spec.n_layers, np.nan)
-    per_layer[spec.n_layers - evidence.num_groups:] = factors / spec.prior_scale ** 2
+    # Reported per layer as the precision of the layer's entries of widest prior
+    # (the MLP's biases: λ_l / prior_scale²); NaN for layers outside the subset.
+    layers = spec.layers()
+    widest = {layer: max(spec.prior_sd(k) for k in spec.param_shapes()
+                         if spec.layer_of(k) == layer) for layer in layers}
+    per_layer = np.full(len(layers), np.nan)
+    in_subset = np.unique(_layer_of_each_param(spec)[index])
+    per_layer[in_subset] = factors / np.array([widest[layers[i]] for i in in_subset]) ** 2
     return LaplaceResult(subset_index=index, precision=evidence.precision(factors),
                          ggn=curvature.ggn, prior_precision=per_layer,
                          log_likelihood=curvature.log_likelihood,

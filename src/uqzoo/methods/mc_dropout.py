@@ -39,6 +39,7 @@ from uqzoo.methods._config import (
     check_training_sizes,
     config_dict,
 )
+from uqzoo.models import Model, unsupported
 from uqzoo.posterior import Posterior, check_anchored
 from uqzoo.spec import MLPSpec
 
@@ -80,9 +81,16 @@ class Config(FreeDraws, _trainer.TrainingConfig):
         check_training_sizes(self, 1, "members")
 
 
-def _check_hidden(spec: MLPSpec) -> None:
+def _check_hidden(spec: Model) -> MLPSpec:
+    """The MLP with a hidden layer that MC dropout masks; any other model is refused."""
+    if not (isinstance(spec, MLPSpec) and spec.dropout_masks):
+        raise unsupported("mc_dropout", spec, "to know where dropout applies (the hidden "
+                          "units it masks)",
+                          "uqzoo.MLPSpec declares its hidden layers; other models cannot "
+                          "declare dropout yet, so compare the other methods")
     if not spec.hidden:
         raise InvalidInputError("mc_dropout needs at least one hidden layer; spec.hidden is ()")
+    return spec
 
 
 def fold_masks(spec: MLPSpec, params: dict[str, np.ndarray], masks: list[np.ndarray],
@@ -147,8 +155,8 @@ def fit(spec, data, config: Config, *, seed: int, progress_bar: bool = True) -> 
     >>> post.predict_proba_draws(data.X_test).shape
     (30, 50, 2)
     """
+    spec = _check_hidden(spec)
     check_draw_memory(spec, config.num_samples, "num_samples")
-    _check_hidden(spec)
     rate = config.dropout
     ss_train, ss_draws = np.random.SeedSequence(seed).spawn(2)
     train_seed = int(ss_train.generate_state(1)[0])
@@ -208,7 +216,7 @@ def per_row_proba_draws(posterior: Posterior, X: object, num_samples: int | None
     from uqzoo.nets import torch as tnet
 
     anchor = check_anchored(posterior, "mc_dropout", "per-row masks need the trained weights")
-    spec = posterior.spec
+    spec = _check_hidden(posterior.spec)
     X = as_float_matrix(X, "X", n_features=spec.in_features)
     num = posterior.num_draws if num_samples is None else check_int(
         num_samples, "num_samples", minimum=1)

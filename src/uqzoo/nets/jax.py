@@ -1,10 +1,12 @@
 """The network, its likelihood and its prior in JAX: the one definition every JAX
-method uses (HMC, MF-VI, the MAP trainer, Laplace).
+method uses (HMC, MF-VI, the MAP trainer, SG-MCMC, Laplace).
 
-Parameters are the shared layout (``"layers.i.weight"`` of shape (out, in)),
-optionally with leading axes B -- draws, chains or ensemble members -- so one
-function serves a single network and a stack of them. Mirrors
-:mod:`uqzoo.nets.torch`; the two agree to float32 precision.
+Parameters are a model's layout (a dict keyed by leaf path), optionally with
+leading axes B -- draws, chains or ensemble members -- so one function serves
+a single network and a stack of them. Any :class:`uqzoo.Model` runs through
+its own ``apply``, vmapped over B; :class:`uqzoo.MLPSpec` has the forward
+written out (one product for the first layer of a whole stack), which mirrors
+:mod:`uqzoo.nets.torch` to float32 precision.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
+from uqzoo.models import Model
 from uqzoo.spec import MLPSpec
 
 if TYPE_CHECKING:
@@ -24,22 +27,20 @@ if TYPE_CHECKING:
 __all__ = ["forward_logits", "log_likelihood", "log_likelihood_terms", "log_prior",
            "logits_to_proba", "predict_proba"]
 
-ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid}
-
-
-def forward_logits(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array, *,
+def forward_logits(spec: Model, params: Mapping[str, jax.Array], X: jax.Array, *,
                    hidden_masks: Sequence[jax.Array] | None = None) -> jax.Array:
     """Logits of the network.
 
     Parameters
     ----------
-    spec : MLPSpec
+    spec : Model
     params : dict of arrays
         One parameter set, or a stack with leading axes B.
     X : array of shape (N, D), or (*B, N, D) with rows of each stacked network's own
     hidden_masks : sequence of arrays, optional
         One multiplier per hidden layer, broadcastable to (*B, N, h_i), applied
-        to that layer's output (dropout: 0 or 1/(1 - p)).
+        to that layer's output (dropout: 0 or 1/(1 - p)); only for a model
+        that declares ``dropout_masks`` (the MLP).
 
     Returns
     -------
@@ -47,29 +48,30 @@ def forward_logits(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array,
 
     Notes
     -----
-    With a shared X (N, D), the first layer of every stacked network is one
-    (N, D) × (D, B·h) product (``einsum`` with no batch axis lowers to a
-    single matrix multiply): the largest saving over a loop of networks.
+    The MLP's forward is :meth:`uqzoo.MLPSpec.apply`, written for stacks: with
+    a shared X (N, D), the first layer of every stacked network is one
+    (N, D) × (D, B·h) product.
     """
-    act = ACTIVATIONS[spec.activation]
-    last = spec.n_layers - 1
-    h = X
-    for i in range(spec.n_layers):
-        weight = params[f"layers.{i}.weight"]
-        bias = params[f"layers.{i}.bias"]
-        if i == 0 and X.ndim == 2:
-            a = jnp.einsum("nd,...hd->...nh", X, weight)
-        else:
-            a = jnp.matmul(h, jnp.swapaxes(weight, -1, -2))
-        h = a + bias[..., None, :]
-        if i < last:
-            h = act(h)
-            if hidden_masks is not None:
-                h = h * hidden_masks[i]
-    return h
+    if not isinstance(spec, MLPSpec):
+        if hidden_masks is not None:
+            raise TypeError(f"{type(spec).__name__} takes no dropout masks")
+        return _vmapped_apply(spec, params, X)
+    return spec.apply(params, X, hidden_masks=hidden_masks)
 
 
-def logits_to_proba(spec: MLPSpec, logits: jax.Array,
+def _vmapped_apply(model: Model, params: Mapping[str, jax.Array], X: jax.Array) -> jax.Array:
+    """``model.apply`` over the parameters' leading axes B (and X's, when it has them)."""
+    shapes = model.param_shapes()
+    key = next(iter(shapes))
+    batch = params[key].ndim - len(shapes[key])
+    if batch == 0:
+        return model.apply(params, X)
+    x_axis = 0 if X.ndim > 2 else None
+    inner = lambda p, x: _vmapped_apply(model, p, x)  # noqa: E731 -- one axis per level
+    return jax.vmap(inner, in_axes=(0, x_axis))(params, X)
+
+
+def logits_to_proba(spec: Model, logits: jax.Array,
                     transform: LogitTransform | None = None) -> jax.Array:
     """(..., N, n_outputs) logits to (..., N, K) probabilities.
 
@@ -84,12 +86,12 @@ def logits_to_proba(spec: MLPSpec, logits: jax.Array,
     return jax.nn.softmax(logits, axis=-1)
 
 
-def predict_proba(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array) -> jax.Array:
+def predict_proba(spec: Model, params: Mapping[str, jax.Array], X: jax.Array) -> jax.Array:
     """(*B, N, K) class probabilities."""
     return logits_to_proba(spec, forward_logits(spec, params, X))
 
 
-def log_likelihood_terms(spec: MLPSpec, logits: jax.Array, y: jax.Array) -> jax.Array:
+def log_likelihood_terms(spec: Model, logits: jax.Array, y: jax.Array) -> jax.Array:
     """log p(y_i | x_i, θ) of each row: Bernoulli (one logit) or categorical.
 
     Parameters
@@ -111,13 +113,13 @@ def log_likelihood_terms(spec: MLPSpec, logits: jax.Array, y: jax.Array) -> jax.
     return jnp.take_along_axis(logp, index, axis=-1)[..., 0]
 
 
-def log_likelihood(spec: MLPSpec, params: Mapping[str, jax.Array], X: jax.Array,
+def log_likelihood(spec: Model, params: Mapping[str, jax.Array], X: jax.Array,
                    y: jax.Array) -> jax.Array:
     """Summed log-likelihood of labels y (N,) in 0..K-1, shape (*B,)."""
     return jnp.sum(log_likelihood_terms(spec, forward_logits(spec, params, X), y), axis=-1)
 
 
-def log_prior(spec: MLPSpec, params: Mapping[str, jax.Array]) -> jax.Array:
+def log_prior(spec: Model, params: Mapping[str, jax.Array]) -> jax.Array:
     """log density of the spec's prior, N(0, sd²) with sd = ``spec.prior_sd(key)``.
 
     Returns an array of shape (*B,) for parameters with leading axes B. The

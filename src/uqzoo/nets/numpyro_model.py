@@ -15,23 +15,24 @@ from collections.abc import Callable
 import numpyro
 import numpyro.distributions as dist
 
+from uqzoo.models import Model
 from uqzoo.nets import jax as jnet
-from uqzoo.nets.sites import fan_in_factor
-from uqzoo.spec import MLPSpec
+from uqzoo.nets.sites import as_mlp, fan_in_factor
 
 __all__ = ["bayesian_mlp"]
 
 
-def bayesian_mlp(spec: MLPSpec, hierarchical: bool = False,
+def bayesian_mlp(spec: Model, hierarchical: bool = False,
                  batch_size: int | None = None) -> Callable[..., None]:
     """The network's joint density as a NumPyro model ``model(X, y, weights=None, kl_weight=None)``.
 
     Parameters
     ----------
-    spec : MLPSpec
+    spec : Model
         The network and its prior (``spec.prior_sd(key)``, ``spec.prior_scale``).
     hierarchical : bool
-        Per-layer scales τ_i ~ HalfNormal(prior_scale) in prior_scale's place,
+        :class:`uqzoo.MLPSpec` only: per-layer scales τ_i ~ HalfNormal(prior_scale)
+        in prior_scale's place,
         written non-centred (sites ``"layer_scale.i"`` and ``"<key>_std"``);
         otherwise one site per parameter, θ ~ N(0, ``spec.prior_sd(key)``²).
     batch_size : int or None
@@ -68,7 +69,7 @@ def bayesian_mlp(spec: MLPSpec, hierarchical: bool = False,
             if hierarchical:
                 if key.endswith(".weight"):   # weight before bias: the layer's τ
                     scale = numpyro.sample(f"layer_scale.{key.split('.')[1]}",
-                                           dist.HalfNormal(spec.prior_scale))
+                                           dist.HalfNormal(as_mlp(spec).prior_scale))
                 std = numpyro.sample(key + "_std",
                                      dist.Normal(0.0, 1.0).expand(shape).to_event(len(shape)))
                 params[key] = scale * fan_in_factor(spec, key) * std

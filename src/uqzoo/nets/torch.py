@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from uqzoo.models import Model
 from uqzoo.spec import MLPSpec
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def forward_logits(spec: MLPSpec, params: Mapping[str, torch.Tensor],
     return h
 
 
-def log_likelihood_terms(spec: MLPSpec, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def log_likelihood_terms(spec: Model, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """log p(y_i | x_i, θ) of each row, shape (*B, N): Bernoulli (one logit) or categorical.
 
     ``y`` holds integer labels in 0..K-1, shape (N,) or (*B, N).
@@ -105,7 +106,7 @@ def log_prior(spec: MLPSpec, params: Mapping[str, torch.Tensor]) -> torch.Tensor
     return total
 
 
-def logits_to_proba(spec: MLPSpec, logits: torch.Tensor,
+def logits_to_proba(spec: Model, logits: torch.Tensor,
                     transform: LogitTransform | None = None) -> torch.Tensor:
     """(..., N, n_outputs) logits to (..., N, K) probabilities.
 
