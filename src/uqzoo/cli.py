@@ -262,8 +262,17 @@ def _read_data(dataset: str, options: dict[str, Any], config_file: str | None = 
     return data
 
 
+_MODEL_HELP = ("your own network as FILE.py:FACTORY: the file is imported as Python (it "
+               "runs, as any script you start would) and FACTORY(in_features, n_classes) "
+               "must return a uqzoo.Model; replaces --hidden, --activation and the priors")
+
+
 def _spec(args, data):
     from uqzoo.spec import MLPSpec
+    if getattr(args, "model", None) is not None:
+        from uqzoo.models import from_file
+        _no_mlp_options_with_model(args)
+        return from_file(args.model, data.n_features, data.n_classes, what="--model")
     try:
         hidden = tuple(int(h) for h in args.hidden.split(",") if h.strip())
     except ValueError:
@@ -291,6 +300,8 @@ def _cmd_compare(args) -> int:
                         f"{'default' if config.settings == 'full' else 'quick'} settings)",
                         width=TABLE_WIDTH, subsequent_indent="    "))
     result = config.run(data, progress_bar=not args.no_progress)
+    if result.settings is not None and result.settings.model:
+        print(f"network: {result.settings.model}")
     print()
     if args.wide:
         # The shift columns are printed per perturbation below (all are in results.csv).
@@ -507,11 +518,16 @@ def _compare_config(args):
     if args.target_prior is not None:
         target_prior = "train" if args.target_prior == "train" else _parse_levels_like(
             args.target_prior, "--target-prior")
-    spec = _spec(args, data).to_dict()
+    if args.model is not None:
+        from uqzoo.models.source import check_source
+        _no_mlp_options_with_model(args)
+        spec = {"model": check_source(args.model, "--model")}
+    else:
+        spec = {k: v for k, v in _spec(args, data).to_dict().items()
+                if k not in ("in_features", "n_classes")}
     dataset, options = config_data(dataset, options)
     config = CompareConfig(
-        dataset=dataset, data=options,
-        spec={k: v for k, v in spec.items() if k not in ("in_features", "n_classes")},
+        dataset=dataset, data=options, spec=spec,
         methods=tuple(names or ()), configs=configs, levels=_parse_levels(args.levels),
         delta=args.delta, seed=args.seed,
         num_draws=None if args.num_draws is None else check_draws(args.num_draws,
@@ -743,8 +759,12 @@ def _cmd_evaluate(args) -> int:
     if args.out is not None:
         check_output_file(args.out, what="--out", example="metrics.csv",
                           overwrite=args.overwrite)
-    post = load_posterior(args.posterior)
     data = _load_data(args)
+    model = None
+    if args.model is not None:
+        from uqzoo.models import from_file
+        model = from_file(args.model, data.n_features, data.n_classes, what="--model")
+    post = load_posterior(args.posterior, model=model)
     report = evaluate(post, data, levels=_parse_levels(args.levels),
                       delta=_check_delta(args.delta))
     print(report.summary())
@@ -841,7 +861,19 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
                             "(default 2; spatial splits)")
 
 
+def _no_mlp_options_with_model(args) -> None:
+    """--model names the whole network: an MLP option beside it is a mistake."""
+    given = [flag for flag, name, default in (("--hidden", "hidden", "10,10"),
+                                              ("--activation", "activation", "tanh"),
+                                              ("--prior-scale", "prior_scale", 1.0),
+                                              ("--prior", "prior", "fan_in"))
+             if getattr(args, name) != default]
+    if given:
+        raise UqzooError(f"--model sets the whole network; drop {', '.join(given)}")
+
+
 def _add_net_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", metavar="FILE.py:FACTORY", help=_MODEL_HELP)
     p.add_argument("--hidden", default="10,10", help="hidden widths, e.g. 10,10 ('' = none)")
     p.add_argument("--activation", default="tanh", help="tanh, relu or sigmoid")
     p.add_argument("--prior-scale", type=float, default=1.0,
@@ -952,6 +984,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="evaluate a saved posterior on a dataset's test split")
     p.add_argument("posterior")
     _add_data_args(p)
+    p.add_argument("--model", metavar="FILE.py:FACTORY",
+                   help="the network a posterior of your own model was fitted with; " +
+                        _MODEL_HELP.split(": ", 1)[1].split("; replaces")[0])
     p.add_argument("--levels", default="0.5,0.8,0.9,0.95")
     p.add_argument("--delta", type=float, default=0.2)
     p.add_argument("--out", help="write the tidy metrics table to this CSV")

@@ -578,7 +578,8 @@ def _file_model(optional, fmt: str, model) -> dict[str, Any]:
         if model is None:
             raise InvalidInputError(
                 f"the file holds a posterior of your own model ({_described(described)}); "
-                f"load it with that model: uz.load_posterior(path, model=...)")
+                f"load it with that model: uz.load_posterior(path, model=...), or on the "
+                f"command line --model FILE.py:FACTORY")
     else:
         raise _Bad("the root attribute 'spec' (or 'model') is missing")
     if model is not None:

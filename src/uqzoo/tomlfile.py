@@ -257,10 +257,23 @@ def spec_defaults() -> dict[str, Any]:
 
 def read_spec(raw: object, path: Path) -> dict[str, Any]:
     """The ``[spec]`` table of a file: the options it sets, checked and typed as their
-    defaults are (``hidden`` a list of ints, ``prior_scale`` a float)."""
+    defaults are (``hidden`` a list of ints, ``prior_scale`` a float), or only
+    ``model = "FILE.py:FACTORY"`` -- the user's own network, the path relative to
+    the file's folder, made absolute."""
     from uqzoo.spec import MLPSpec
 
     table = normalise(check_table(raw, path, "spec"), path, "spec")
+    if "model" in table:
+        others = sorted(set(table) - {"model"})
+        if others:
+            raise InvalidInputError(f"{where(path, 'spec.model')}: the model file sets the "
+                                    f"whole network; remove {others} from [spec]")
+        from uqzoo.models.source import check_source
+        try:
+            return {"model": check_source(table["model"], "model",
+                                          base=Path(path).parent)}
+        except UqzooError as exc:
+            raise type(exc)(f"{where(path, 'spec.model')}: {exc}") from None
     defaults = spec_defaults()
     names = list(defaults)
     for name in table:

@@ -30,6 +30,9 @@ with their options, and the settings of the evaluation::
     hidden = [10, 10]
     activation = "tanh"
     prior_scale = 1.0
+    # or, alone: your own network, FILE.py:FACTORY (the file is imported as Python;
+    # FACTORY(in_features, n_classes) returns a uz.Model)
+    # model = "my_net.py:make"
 
     [methods.ensemble]                  # one table per method: its Config's fields
     num_members = 10
@@ -274,8 +277,13 @@ class CompareConfig:
         return datasets.from_hsi(self.dataset, labels, **options)
 
     def make_spec(self, data):
-        """The network for ``data``: ``uz.MLPSpec`` with ``spec``'s fields."""
+        """The network for ``data``: ``uz.MLPSpec`` with ``spec``'s fields, or the model of
+        ``spec["model"]`` (``FILE.py:FACTORY``)."""
         from uqzoo.spec import MLPSpec
+
+        if "model" in self.spec:
+            from uqzoo.models import from_file
+            return from_file(self.spec["model"], data.n_features, data.n_classes)
 
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
                                   for k, v in self.spec.items()}
@@ -288,7 +296,7 @@ class CompareConfig:
 
         if data is None:
             data = self.load_data()
-        return compare(data, self.method_names(), spec=self.make_spec(data), seed=self.seed,
+        return compare(data, self.method_names(), model=self.make_spec(data), seed=self.seed,
                        levels=self.levels, delta=self.delta, configs=self.method_options(),
                        progress_bar=progress_bar,
                        num_draws=DEFAULT_NUM_DRAWS if self.num_draws is None else self.num_draws,
@@ -324,7 +332,8 @@ class CompareConfig:
         data.update({k: _plain(v) for k, v in self.data.items()})
         data = {k: data[k] for k in sorted(data, key=lambda k: list(defaults).index(k)
                                            if k in defaults else len(defaults))}
-        spec = {**toml.spec_defaults(), **{k: _plain(v) for k, v in self.spec.items()}}
+        spec = ({k: _plain(v) for k, v in self.spec.items()} if "model" in self.spec
+                else {**toml.spec_defaults(), **{k: _plain(v) for k, v in self.spec.items()}})
         return dataclasses.replace(self, data=data, spec=spec,
                                    methods=tuple(self.method_names()), configs=configs,
                                    num_draws=num_draws, levels=tuple(self.levels))

@@ -40,12 +40,24 @@ def _path_part(entry: Any) -> str:
     return str(entry).strip(".[]'\"")
 
 
+def _unboxed(path: tuple) -> tuple:
+    """A path without a last ``.value`` attribute: a leaf kept in a box (a Flax
+    variable) is named by its box (``"conv.kernel"``, not ``"conv.kernel.value"``)."""
+    import jax.tree_util as jtu
+
+    last = path[-1] if path else None
+    if len(path) > 1 and isinstance(last, jtu.GetAttrKey) and last.name == "value":
+        return path[:-1]
+    return path
+
+
 def leaf_paths(tree: Any) -> tuple[list[str], list[Any], Any]:
     """Dotted path, value and treedef of every leaf of ``tree``, in JAX's leaf order."""
     import jax.tree_util as jtu
 
     with_path, treedef = jtu.tree_flatten_with_path(tree)
-    paths = [".".join(_path_part(e) for e in path) or "param" for path, _ in with_path]
+    paths = [".".join(_path_part(e) for e in _unboxed(path)) or "param"
+             for path, _ in with_path]
     if len(set(paths)) != len(paths):
         raise InvalidInputError(f"params has leaves whose dotted paths coincide: {paths}")
     return paths, [leaf for _, leaf in with_path], treedef
@@ -57,14 +69,15 @@ class FunctionModel(Model):
     def __init__(self, apply: Callable, params: Any, *, in_features: int, n_classes: int,
                  prior_scale: float | Mapping[str, float] = 1.0,
                  init: Callable[[Any], Any] | None = None, last_layer: str | None = None,
-                 name: str | None = None):
+                 name: str | None = None, kind: str = "function"):
         if not callable(apply):
             raise InvalidTypeError(f"apply must be a function apply(params, X) -> logits, got "
                                    f"{_show(apply)}")
         self.in_features = check_int(in_features, "in_features", minimum=1, maximum=_MAX_WIDTH)
         self.n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=_MAX_WIDTH)
         self._apply_tree = apply
-        self.name = name or getattr(apply, "__qualname__", type(apply).__name__)
+        self.kind = kind
+        self.name = name or getattr(apply, "__name__", type(apply).__name__)
         paths, leaves, self._treedef = leaf_paths(params)
         if not paths:
             raise InvalidInputError("params must hold at least one array leaf, got none")
@@ -160,14 +173,15 @@ class FunctionModel(Model):
         return self.check_params(params, "init(key)")
 
     def describe(self) -> dict:
-        return {"kind": "function", "name": self.name, "in_features": self.in_features,
+        return {"kind": self.kind, "name": self.name, "in_features": self.in_features,
                 "n_classes": self.n_classes, "likelihood": self.likelihood,
                 "params": [{"path": k, "shape": list(s), "dtype": "float32",
                             "prior_sd": self._prior[k]} for k, s in self._shapes.items()],
                 "last_layer": self._last_layer}
 
     def summary(self) -> str:
-        return f"model {self.name} ({self.n_params:,} parameters)"
+        return f"{'model' if self.kind == 'function' else self.kind} {self.name} " \
+               f"({self.n_params:,} parameters)"
 
     def __repr__(self) -> str:
         return (f"FunctionModel({self.name}, in_features={self.in_features}, "

@@ -263,7 +263,8 @@ def run_task(task: Task) -> dict[str, Any]:
     name = config["dataset"]["name"]
     options = _dataset_options(name, config["dataset"]["options"], task.data_seed)
     noise = {k: options.pop(k) for k in LABEL_NOISE_OPTIONS if k in options}
-    spec_options = dict(config["spec"], hidden=tuple(config["spec"]["hidden"]))
+    spec_options = (dict(config["spec"]) if "model" in config["spec"]
+                    else dict(config["spec"], hidden=tuple(config["spec"]["hidden"])))
     # Warnings of the task (convergence, data) are kept with its result: a worker's
     # stderr is lost on a cluster.
     with warnings.catch_warnings(record=True) as caught:
@@ -278,7 +279,11 @@ def run_task(task: Task) -> dict[str, Any]:
                                              noise.get("label_noise_kind", "symmetric"),
                                              seed=noise_seed)
         t1 = time.perf_counter()
-        spec = MLPSpec(data.n_features, data.n_classes, **spec_options)
+        if "model" in spec_options:     # FILE.py:FACTORY, imported by this worker
+            from uqzoo.models import from_file
+            spec = from_file(spec_options["model"], data.n_features, data.n_classes)
+        else:
+            spec = MLPSpec(data.n_features, data.n_classes, **spec_options)
         fit_data, calibration = _conformal_split(config, data, task.seed)
         posterior = fit(config["method"]["name"], spec, fit_data, seed=task.seed,
                         progress_bar=False, **config["method"]["config"])

@@ -265,6 +265,8 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
     from uqzoo.spec import MLPSpec
 
     given = toml.read_spec(raw, path)
+    if "model" in given:                # the user's network: the file that makes it
+        return dict(given)
     options: dict[str, Any] = {k: tuple(v) if k == "hidden" else v for k, v in given.items()}
     made = MLPSpec(1, 2, **options)
     return {"hidden": list(made.hidden), "activation": made.activation,
