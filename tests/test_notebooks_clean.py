@@ -15,14 +15,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-EXPECTED = ["01_quickstart.ipynb", "02_compare_methods_hsi.ipynb", "03_coverage_study.ipynb"]
+EXPECTED = ["01_quickstart.ipynb", "02_compare_methods_hsi.ipynb", "03_coverage_study.ipynb",
+            "04_your_own_network.ipynb"]
 CI_WARNINGS_HOOK = "_ci_warnings.apply()"
 # Each notebook's figures at their documented sizes stay well under this; a
 # larger file means an output that should not be committed (a huge table, a
 # high-dpi figure, widget state).
 MAX_BYTES = 1_000_000
 # The notebooks that compare methods print the verdict.
-WITH_VERDICT = ["02_compare_methods_hsi.ipynb", "03_coverage_study.ipynb"]
+WITH_VERDICT = ["02_compare_methods_hsi.ipynb", "03_coverage_study.ipynb",
+                "04_your_own_network.ipynb"]
 
 
 def test_the_notebooks_are_there():

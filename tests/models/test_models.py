@@ -250,3 +250,16 @@ def test_the_generic_engine_streams_in_bounded_chunks(cnn):
     np.testing.assert_allclose(chunked.mean, whole.mean, atol=1e-6)
     np.testing.assert_allclose(chunked.upper, whole.upper, atol=1e-6)
     assert _GENERIC_ELEMENTS * 4 <= 2**30
+
+
+@pytest.mark.slow
+def test_hmc_on_the_cnn_matches_a_long_reference_within_its_mc_floor(data, cnn):
+    """HMC of the default length on the CNN against a gated reference (4 × 4000 draws):
+    every fidelity score's deviation within the Monte Carlo floor + 3 sd it reports."""
+    reference = uz.reference_posterior(cnn, data, seed=1, progress_bar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", uz.ConvergenceWarning)
+        post = uz.fit("hmc", cnn, data, seed=0, num_samples=1000, num_warmup=500,
+                      num_chains=2, progress_bar=False)
+    scores = uz.fidelity(post, reference, data.X_test, data=data)
+    assert all(s.within_mc_error() for s in scores.scores), scores
