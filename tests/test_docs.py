@@ -17,6 +17,7 @@ import contextlib
 import io
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -76,7 +77,9 @@ def small(line: str) -> list[str] | None:
 
 
 def write_user_files(folder: Path) -> None:
-    """The files the examples read: measurements.csv, scene.npz, mask.npy, classes.npy."""
+    """The files the examples read: measurements.csv, scene.npz, mask.npy, classes.npy,
+    and the repository's examples/ (the model files the pages name, as from a checkout)."""
+    shutil.copytree(ROOT / "examples", folder / "examples", dirs_exist_ok=True)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(240, 3))
     label = np.where(X[:, 0] + 0.5 * rng.normal(size=240) > 0, "pass", "fail")

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     for message in gate.messages:
         print("  ", message)
     methods = args.methods.split(",")
-    result = uz.compare(data, methods, spec=spec, seed=0,
+    result = uz.compare(data, methods, model=spec, seed=0,
                         configs={m: QUICK_CONFIGS.get(m, {}) for m in methods},
                         reference=ref if gate.passed else None, progress_bar=False)
     t2 = time.perf_counter()

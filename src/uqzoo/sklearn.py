@@ -94,6 +94,12 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
         Scale s of the Gaussian prior (:class:`uqzoo.MLPSpec`).
     prior : {"fan_in", "iid"}, default="fan_in"
         Weights N(0, s²/fan_in) and biases N(0, s²), or every parameter N(0, s²).
+    model : uz.Model, callable or None, default=None
+        Your own network in place of the MLP (``hidden``, ``activation``,
+        ``prior_scale`` and ``prior`` are then not used): a :class:`uqzoo.Model`
+        whose ``in_features`` and ``n_classes`` match the data, or a function
+        ``model(in_features, n_classes) -> uz.Model`` called in ``fit`` (what
+        a ``FILE.py:FACTORY`` names).
     method_options : dict or None, default=None
         The method's own hyper-parameters (fields of
         ``uz.methods.get(method).Config``), e.g. ``{"num_epochs": 200}`` or
@@ -142,9 +148,11 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, method: str = "laplace", *, hidden: tuple[int, ...] = (10, 10),
                  activation: str = "tanh", prior_scale: float = 1.0,
-                 prior: str = "fan_in", method_options: Mapping[str, Any] | None = None,
+                 prior: str = "fan_in", model: Any = None,
+                 method_options: Mapping[str, Any] | None = None,
                  progress_bar: bool = False, random_state: Any = None) -> None:
         self.method = method
+        self.model = model
         self.hidden = hidden
         self.activation = activation
         self.prior_scale = prior_scale
@@ -170,7 +178,6 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
         """
         from uqzoo import datasets
         from uqzoo.methods import fit as fit_method
-        from uqzoo.spec import MLPSpec
 
         options = _check_method_options(self.method_options)
         seed = _seed_from_random_state(self.random_state)
@@ -186,13 +193,29 @@ class UQClassifier(ClassifierMixin, BaseEstimator):
         # Features are not standardised here: that is the Pipeline's scaler's job.
         data = datasets.from_arrays(X, y, X_test=X[:1], y_test=y[:1], standardize=False,
                                     name="UQClassifier")
-        spec = MLPSpec(data.n_features, data.n_classes, hidden=self.hidden,
-                       activation=self.activation, prior_scale=self.prior_scale,
-                       prior=self.prior)
+        spec = self._network(data.n_features, data.n_classes)
         self.posterior_ = fit_method(self.method, spec, data, seed=seed,
                                      progress_bar=bool(self.progress_bar), **options)
         self.classes_ = np.asarray(data.classes)
         return self
+
+    def _network(self, in_features: int, n_classes: int) -> Any:
+        """The MLP of the constructor's options, or the ``model`` given."""
+        from uqzoo.models import Model
+        from uqzoo.spec import MLPSpec
+
+        if self.model is None:
+            return MLPSpec(in_features, n_classes, hidden=self.hidden,
+                           activation=self.activation, prior_scale=self.prior_scale,
+                           prior=self.prior)
+        model = self.model if isinstance(self.model, Model) else None
+        if model is None and callable(self.model):
+            model = self.model(in_features, n_classes)
+        if not isinstance(model, Model):
+            raise InvalidTypeError(f"model must be None, a uqzoo.Model or a function "
+                                   f"(in_features, n_classes) -> uqzoo.Model, got "
+                                   f"{_show(self.model)}")
+        return model
 
     def _summary(self, X: Any, levels: tuple[float, ...]):
         check_is_fitted(self)

@@ -53,7 +53,7 @@ def _independent(post, data, method, seed=0, levels=LEVELS):
 def test_recalibrated_rows_equal_an_independent_recalibration_of_a_real_fit():
     data = uz.datasets.load("sim-teacher", n_train=200, n_test=300, seed=0)
     spec = uz.MLPSpec(data.n_features, 2, hidden=(5,))
-    result = uz.compare(data, ["laplace"], spec=spec, levels=LEVELS, num_draws=40,
+    result = uz.compare(data, ["laplace"], model=spec, levels=LEVELS, num_draws=40,
                         configs={"laplace": {"num_epochs": 60}}, recalibrate="temperature",
                         progress_bar=False)
     table = result.table

@@ -89,7 +89,7 @@ def no_truth(data):
 
 def run(data, methods=("hmc", "ensemble"), **kwargs):
     # the stand-ins' network: a saved reference must be of the comparison's network
-    kwargs.setdefault("spec", uz.MLPSpec(data.n_features, data.n_classes, hidden=()))
+    kwargs.setdefault("model", uz.MLPSpec(data.n_features, data.n_classes, hidden=()))
     return uz.compare(data, list(methods), levels=(0.8,), progress_bar=False, **kwargs)
 
 
@@ -168,7 +168,7 @@ def test_reference_of_another_network_is_refused(stand_ins, data):
     with pytest.raises(InvalidInputError, match=r"reference=a Posterior is refused: it is a "
                                                 r"posterior of MLPSpec\(.*hidden=\(\)"):
         run(data, ["ensemble"], reference=as_reference(hmc_stand_in(data), data),
-            spec=uz.MLPSpec(data.n_features, 2, hidden=(4,)))
+            model=uz.MLPSpec(data.n_features, 2, hidden=(4,)))
 
 
 def test_an_ordinary_hmc_fit_is_no_saved_reference(stand_ins, data):
@@ -388,7 +388,7 @@ def test_a_real_short_hmc_is_its_own_exact_reference_and_fails_the_gate():
     data = uz.datasets.load("gaussian-mixture", p=2, n_train=100, n_test=40, seed=0)
     spec = uz.MLPSpec(2, 2, hidden=(3,))
     result = uz.compare(dataclasses.replace(data, p_true_test=None), ["hmc", "laplace"],
-                        spec=spec, levels=(0.8,), num_draws=100, progress_bar=False,
+                        model=spec, levels=(0.8,), num_draws=100, progress_bar=False,
                         configs={"hmc": {"num_warmup": 100, "num_chains": 2},
                                  "laplace": {"num_epochs": 50}}, reference="hmc")
     for column, perfect in PERFECT.items():

@@ -170,7 +170,7 @@ def test_methods_say_whether_they_converged(method):
 
 def test_compare_shows_false_for_a_fit_that_did_not_converge():
     data = uz.datasets.load("sim-teacher", p=3, n_train=150, n_test=20, seed=101)
-    result = uz.compare(data, ["ensemble"], spec=uz.MLPSpec(3, 2, hidden=(5,)),
+    result = uz.compare(data, ["ensemble"], model=uz.MLPSpec(3, 2, hidden=(5,)),
                         progress_bar=False,
                         configs={"ensemble": {"num_members": 2, "num_epochs": 60,
                                               "convergence_window": 20,

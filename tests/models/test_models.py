@@ -22,7 +22,7 @@ import uqzoo as uz
 from uqzoo import testing
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UnsupportedModelError
 from uqzoo.methods import laplace
-from uqzoo.predictive import _GENERIC_ELEMENTS
+from uqzoo.predictive import _GENERIC_BYTES, _make_forward
 
 pytestmark = pytest.mark.xdist_group("models")
 
@@ -194,8 +194,6 @@ def test_compare_takes_a_model_and_leaves_out_what_it_cannot_fit(data, cnn):
     assert "cnn" in result.settings.model
     assert any(s.startswith("Left out") and "mc_dropout" in s
                for s in uz.report.verdict(result).sentences)
-    with pytest.raises(InvalidInputError, match=r"not both"):
-        uz.compare(data, ["map"], model=cnn, spec=uz.MLPSpec(data.n_features, 2))
 
 
 def test_conformance_suite_passes_on_a_user_model():
@@ -249,7 +247,13 @@ def test_the_generic_engine_streams_in_bounded_chunks(cnn):
     chunked = uz.summarize(cnn, draws, X, levels=(0.9,), chunk_size=64)
     np.testing.assert_allclose(chunked.mean, whole.mean, atol=1e-6)
     np.testing.assert_allclose(chunked.upper, whole.upper, atol=1e-6)
-    assert _GENERIC_ELEMENTS * 4 <= 2**30
+    # Sized from XLA's memory account: a chunk's buffers within the 16 MiB budget.
+    forward = _make_forward(cnn, draws, None, None)
+    rows = forward.chunk_rows(None)
+    assert 1 <= rows <= 2048
+    memory = forward.program.lower(forward.jax_draws, X[:rows].astype(np.float32)).compile() \
+        .memory_analysis()
+    assert memory.temp_size_in_bytes + memory.output_size_in_bytes <= 1.05 * _GENERIC_BYTES
 
 
 @pytest.mark.slow
@@ -263,3 +267,17 @@ def test_hmc_on_the_cnn_matches_a_long_reference_within_its_mc_floor(data, cnn):
                       num_chains=2, progress_bar=False)
     scores = uz.fidelity(post, reference, data.X_test, data=data)
     assert all(s.within_mc_error() for s in scores.scores), scores
+
+
+def test_uqclassifier_takes_a_model_or_a_factory(data):
+    from sklearn.base import clone
+
+    for model in (cnn_model(data.n_features), cnn_model):
+        clf = uz.UQClassifier("ensemble", model=model, random_state=0,
+                              method_options={"num_members": 2, "num_epochs": 50})
+        clf = clone(clf).fit(data.X_train, data.y_train)
+        assert set(clf.posterior_.draws) == {"conv.b", "conv.w", "head.b", "head.w"}
+        lower, upper = clf.predict_interval(data.X_test[:5], level=0.9)
+        assert np.all(lower <= upper)
+    with pytest.raises(InvalidTypeError, match=r"model must be None, a uqzoo\.Model"):
+        uz.UQClassifier(model="cnn.py").fit(data.X_train, data.y_train)

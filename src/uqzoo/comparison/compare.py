@@ -362,7 +362,7 @@ def _detector_rows(data: Any, fars: tuple[float, ...]
     return rows, results
 
 
-def _say_long_fits(options_of: Mapping[str, Mapping[str, Any]], spec: MLPSpec,
+def _say_long_fits(options_of: Mapping[str, Mapping[str, Any]], spec: Model,
                    data: Any) -> None:
     """Warn (SlowFitWarning) before any fit starts about each fit expected to take long.
 
@@ -389,7 +389,7 @@ def format_table(table: pd.DataFrame) -> str:
 
 
 def compare(data, methods: Sequence[str] | None = None, *, model: Model | None = None,
-            spec: MLPSpec | None = None, seed: int = 0,
+            seed: int = 0,
             levels: Sequence[float] = (0.8, 0.95), delta: float = 0.2,
             configs: Mapping[str, Mapping[str, Any]] | None = None,
             progress_bar: bool = True, detectors: bool | None = None,
@@ -599,9 +599,7 @@ def compare(data, methods: Sequence[str] | None = None, *, model: Model | None =
     unknown = sorted(set(configs) - set(names))
     if unknown:
         raise InvalidInputError(f"configs names methods {unknown} that are not compared")
-    if model is not None and spec is not None:
-        raise InvalidInputError("give model= or spec=, not both (spec= is an MLPSpec model)")
-    spec: Model | None = model if model is not None else spec  # type: ignore[no-redef]
+    spec = model
     if spec is None:
         spec = MLPSpec(data.n_features, data.n_classes, hidden=(10, 10))
     elif not isinstance(spec, Model):
@@ -763,7 +761,7 @@ def _draws_of(options: Mapping[str, Any], num_draws: int) -> int:
 
 
 def _prediction_work(options: Mapping[str, Any], num_draws: int, n_points: int,
-                     spec: MLPSpec) -> int:
+                     spec: Model) -> int:
     """Estimated operations of a method's predictive pass (see MAX_PREDICTION_WORK)."""
     return _draws_of(options, num_draws) * n_points * (spec.n_params + 30 * spec.n_classes)
 
@@ -823,7 +821,7 @@ _REFERENCE_ALLOWED = ("'auto', None, 'hmc' (the comparison's own HMC fit), the p
 
 
 def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
-                       spec: MLPSpec, recalibrated: bool) -> tuple[Any, str | None]:
+                       spec: Model, recalibrated: bool) -> tuple[Any, str | None]:
     """(the reference posterior or None, its source) -- ``"hmc"``: made after the HMC fit.
 
     A saved or given reference is checked against the training data here, before
@@ -872,7 +870,7 @@ def _reference_request(reference: object, names: Sequence[str], fit_data: Any,
         # the exact posterior of another network or prior is not what the methods approximate
         raise InvalidInputError(
             f"reference={shown} is refused: it is a posterior of {post.spec}, the comparison "
-            f"fits {spec}; pass spec= the reference's network, or sample a reference of this "
+            f"fits {spec}; pass model= the reference's network, or sample a reference of this "
             f"one (uqzoo reference with the same --hidden, --activation, --prior-scale)")
     return post, source
 
@@ -908,7 +906,7 @@ def _closeness(reference: Any, source: str | None, posteriors: Mapping[str, Any]
     return scored, settings
 
 
-def _auto_reference(names: Sequence[str], spec: MLPSpec, fit_data: Any, data: Any,
+def _auto_reference(names: Sequence[str], spec: Model, fit_data: Any, data: Any,
                     seed: int) -> tuple[int | None, str | None]:
     """reference="auto", decided before any fit: (the reference's seed, None) to sample
     one, (None, why not) to skip it, (None, None) where the truth is known."""
@@ -931,7 +929,7 @@ def _auto_reference(names: Sequence[str], spec: MLPSpec, fit_data: Any, data: An
                   f"reference='auto' spends without hmc among the methods")
 
 
-def _sample_reference(spec: MLPSpec, fit_data: Any, seed: int, progress_bar: bool) -> Any:
+def _sample_reference(spec: Model, fit_data: Any, seed: int, progress_bar: bool) -> Any:
     """The reference="auto" posterior: uz.reference_posterior at its defaults."""
     from uqzoo.reference import reference_posterior
 
