@@ -77,7 +77,7 @@ from typing import Any
 
 # --dataset values with these endings are files, not built-in data set names
 # (one list for the flags and for config files).
-from uqzoo.comparison.config import HSI_FILES, TABLE_FILES
+from uqzoo.comparison.config import HSI_FILES, INTERVALS, TABLE_FILES
 from uqzoo.errors import ConvergenceWarning, DataWarning, SlowFitWarning, UqzooError
 
 DEFAULT_DATASET = "sim-teacher"
@@ -887,7 +887,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="move every method's probabilities to this class prior before "
                         "evaluation (uz.prior_shift): 'train' (the training labels' "
                         "frequencies) or class probabilities")
-    p.add_argument("--interval", choices=("equal_tailed", "order_statistic"),
+    p.add_argument("--interval", choices=INTERVALS,
                    default="equal_tailed",
                    help="percentile intervals (default) or order-statistic intervals, "
                         "which keep their level for any number of draws")

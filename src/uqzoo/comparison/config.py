@@ -75,6 +75,7 @@ from typing import Any
 
 from uqzoo import tomlfile as toml
 from uqzoo._limits import check_copies
+from uqzoo._quantiles import SUMMARY_INTERVALS
 from uqzoo._validation import _show
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 
@@ -93,7 +94,8 @@ DEFAULT_DATASET = "sim-teacher"
 # The defaults of `uqzoo compare`; levels differ from uz.evaluate's four.
 DEFAULT_COMPARE_LEVELS = (0.8, 0.95)
 DEFAULT_DELTA = 0.2
-INTERVALS = ("equal_tailed", "order_statistic")
+# The intervals compare (and uz.evaluate) summarise with: their one list.
+INTERVALS = SUMMARY_INTERVALS
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
