@@ -77,6 +77,7 @@ from typing import Any
 
 # --dataset values with these endings are files, not built-in data set names
 # (one list for the flags and for config files).
+from uqzoo._validation import check_delta
 from uqzoo.comparison.config import HSI_FILES, INTERVALS, TABLE_FILES
 from uqzoo.errors import ConvergenceWarning, DataWarning, SlowFitWarning, UqzooError
 
@@ -114,13 +115,6 @@ def _parse_levels(text: str) -> tuple[float, ...]:
         raise UqzooError(f"--levels must be comma-separated credible levels, each a number "
                          f"in (0, 1) such as 0.8,0.95, got {text!r}")
     return levels
-
-
-def _check_delta(delta: float) -> float:
-    if not 0.0 < delta < 0.5:                                # nan and inf fail this too
-        raise UqzooError(f"--delta must be a number in (0, 0.5) (the High Confidence Set's "
-                         f"threshold δ, e.g. 0.2), got {delta!r}")
-    return delta
 
 
 # Options of a data set read from a file: flag -> (keyword, converter, file kinds).
@@ -496,7 +490,7 @@ def _compare_config(args):
         raise UqzooError(f"--methods must name at least one method "
                          f"({', '.join(registry.names())}), got ''; leave --methods out to "
                          "compare them all")
-    _check_delta(args.delta)
+    check_delta(args.delta, "--delta")
     _parse_levels(args.levels)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
@@ -748,7 +742,7 @@ def _cmd_evaluate(args) -> int:
         model = from_file(args.model, data.n_features, data.n_classes, what="--model")
     post = load_posterior(args.posterior, model=model)
     report = evaluate(post, data, levels=_parse_levels(args.levels),
-                      delta=_check_delta(args.delta))
+                      delta=check_delta(args.delta, "--delta"))
     print(report.summary())
     if args.out is not None:
         write_file_atomically(args.out, report.table.to_csv(index=False).encode(),

@@ -243,11 +243,9 @@ def read_levels(value: object, path: Path, key: str) -> tuple[float, ...]:
 
 def read_delta(value: object, path: Path, key: str) -> float:
     """The High Confidence Set threshold δ in (0, 0.5)."""
-    delta = check_number(value, path, key)
-    if not 0 < delta < 0.5:
-        raise InvalidInputError(f"{where(path, key)}: the High Confidence Set threshold must "
-                                f"be in (0, 0.5), got {delta}")
-    return delta
+    from uqzoo._validation import check_delta
+
+    return check_delta(check_number(value, path, key), subject(path, key))
 
 
 def spec_defaults() -> dict[str, Any]:

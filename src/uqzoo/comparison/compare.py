@@ -34,7 +34,13 @@ from uqzoo import headline
 from uqzoo import methods as method_registry
 from uqzoo import shift as under_shift
 from uqzoo._limits import LONG_PREDICTION_WORK, MAX_PREDICTION_WORK, check_draws
-from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
+from uqzoo._validation import (
+    _show,
+    check_choice,
+    check_delta,
+    check_levels,
+    check_seed,
+)
 from uqzoo.comparison import options as compare_options
 from uqzoo.errors import (
     ConvergenceWarning,
@@ -597,7 +603,7 @@ def compare(data, methods: Sequence[str] | None = None, *, model: Model | None =
         data = with_label_noise(data, label_noise, label_noise_kind,
                                 seed=label_noise_seed(seed))
     levels = check_levels(levels)
-    delta = check_float(delta, "delta", low=0.0, high=0.5, low_open=True, high_open=True)
+    delta = check_delta(delta)
     fars = tuple(float(f) for f in _check_fars(far))
     if detectors is None:
         detectors = _is_detection_scene(data)
