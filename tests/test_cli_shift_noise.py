@@ -32,7 +32,8 @@ def _sites_csv(tmp_path, one_group=False, class_in_one_site=False):
     (["--label-noise", "-0.1"], "--label-noise must be a rate in [0, 1)"),
     (["--label-noise", "ten"], "--label-noise must be a rate in [0, 1)"),
     (["--label-noise", "0.1", "--label-noise-kind", "pairwise"],
-     "--label-noise-kind must be symmetric or class_conditional, got 'pairwise'"),
+     "--label-noise-kind must be one of symmetric, class_conditional (how a flipped label is "
+     "chosen), got 'pairwise'"),
     (["--label-noise-kind", "symmetric"], "--label-noise-kind needs --label-noise RATE"),
 ])
 def test_bad_label_noise_exits_2_with_one_line(argv, needle, capsys):
@@ -67,7 +68,7 @@ def test_compare_with_label_noise_and_held_out_groups(tmp_path):
     assert "ece_group_median" in report.to_dict()
     described = dict(result.settings.data)
     assert described["label noise"].startswith(f"{round(0.2 * data.n_train)} training labels")
-    with pytest.raises(InvalidInputError, match=r"rate must lie in \[0.0, 1.0\)"):
+    with pytest.raises(InvalidInputError, match=r"label_noise must be a rate in \[0, 1\)"):
         uz.compare(data, ["laplace"], progress_bar=False, label_noise=1.0)
 
 
@@ -96,7 +97,8 @@ def test_study_label_noise_axis(tmp_path):
                     'config = { num_epochs = 20, num_samples = 20 }\n')
     tasks = uz.study.expand(path)
     assert [t.setting for t in tasks] == ["label_noise=0.0", "label_noise=0.3"]
-    for bad, needle in (("[1.0]", "must be a rate in [0, 1)"), ('["a"]', "must be a number")):
+    for bad, needle in (("[1.0]", "must be a rate in [0, 1)"),
+                        ('["a"]', "must be a rate in [0, 1) such as 0.1")):
         path.write_text(path.read_text().replace("[0.0, 0.3]", bad))
         with pytest.raises(uz.errors.UqzooError) as info:
             uz.study.expand(path)

@@ -85,6 +85,23 @@ def check_float(value: object, name: str, *, low: float | None = None,
     return value
 
 
+def check_delta(delta: object, name: str = "delta") -> float:
+    """δ of a High Confidence Set, strictly between 0 and 0.5, as a float.
+
+    ``name`` is what the user typed (``delta``, ``--delta``, or a file's key
+    as ``run.toml: compare.delta:``): the library, the command line and the
+    files all check δ here.
+    """
+    what = (f"{name} must be a number in (0, 0.5) (the High Confidence Set's threshold δ, "
+            "e.g. 0.2), got")
+    if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, numbers.Real):
+        raise InvalidTypeError(f"{what} {_show(delta)}")
+    value = float(delta)
+    if not 0.0 < value < 0.5:                               # nan and inf fail this too
+        raise InvalidInputError(f"{what} {value!r}")
+    return value
+
+
 def check_bool(value: object, name: str) -> bool:
     """``value`` as a bool; only True, False and numpy bools are accepted (not 0/1, not
     strings such as "false", which are truthy)."""

@@ -77,7 +77,8 @@ from typing import Any
 
 # --dataset values with these endings are files, not built-in data set names
 # (one list for the flags and for config files).
-from uqzoo.comparison.config import HSI_FILES, TABLE_FILES
+from uqzoo._validation import check_delta
+from uqzoo.comparison.config import HSI_FILES, INTERVALS, TABLE_FILES
 from uqzoo.errors import ConvergenceWarning, DataWarning, SlowFitWarning, UqzooError
 
 DEFAULT_DATASET = "sim-teacher"
@@ -114,13 +115,6 @@ def _parse_levels(text: str) -> tuple[float, ...]:
         raise UqzooError(f"--levels must be comma-separated credible levels, each a number "
                          f"in (0, 1) such as 0.8,0.95, got {text!r}")
     return levels
-
-
-def _check_delta(delta: float) -> float:
-    if not 0.0 < delta < 0.5:                                # nan and inf fail this too
-        raise UqzooError(f"--delta must be a number in (0, 0.5) (the High Confidence Set's "
-                         f"threshold δ, e.g. 0.2), got {delta!r}")
-    return delta
 
 
 # Options of a data set read from a file: flag -> (keyword, converter, file kinds).
@@ -496,7 +490,7 @@ def _compare_config(args):
         raise UqzooError(f"--methods must name at least one method "
                          f"({', '.join(registry.names())}), got ''; leave --methods out to "
                          "compare them all")
-    _check_delta(args.delta)
+    check_delta(args.delta, "--delta")
     _parse_levels(args.levels)
     data = _read_data(dataset, options)
     names = args.methods.split(",") if args.methods else None
@@ -540,24 +534,22 @@ def _compare_config(args):
 
 def _label_noise(args) -> dict[str, Any]:
     """--label-noise RATE [--label-noise-kind], checked before the data are read."""
-    from uqzoo.datasets.noise import LABEL_NOISE_KINDS
+    from uqzoo.comparison import options
 
-    if args.label_noise is None:
-        if args.label_noise_kind is not None:
-            raise UqzooError("--label-noise-kind needs --label-noise RATE (e.g. 0.1)")
-        return {}
+    rate, kind = options.label_noise(_number(args.label_noise), args.label_noise_kind,
+                                     options.FLAGS)
+    return {} if rate is None else {"label_noise": rate, "label_noise_kind": kind}
+
+
+def _number(text: str | None) -> float | str | None:
+    """A flag's number, or its text where it is none (the option's check then names
+    the text as typed)."""
+    if text is None:
+        return None
     try:
-        rate = float(args.label_noise)
+        return float(text)
     except ValueError:
-        rate = math.nan
-    if not 0.0 <= rate < 1.0:
-        raise UqzooError(f"--label-noise must be a rate in [0, 1) such as 0.1 (the share of "
-                         f"training labels flipped), got {args.label_noise!r}")
-    kind = "symmetric" if args.label_noise_kind is None else args.label_noise_kind
-    if kind not in LABEL_NOISE_KINDS:
-        raise UqzooError(f"--label-noise-kind must be {' or '.join(LABEL_NOISE_KINDS)}, got "
-                         f"{kind!r}")
-    return {"label_noise": rate, "label_noise_kind": kind}
+        return text
 
 
 def _parse_levels_like(text: str, flag: str) -> tuple[float, ...]:
@@ -588,38 +580,22 @@ def _perturbations(args) -> tuple[tuple[str, ...], int]:
 
 def _recalibration(args) -> str | None:
     """--recalibrate, checked before the data are read; a bad one is a one-line error."""
-    if args.recalibrate is None:
-        return None
-    from uqzoo.recalibrate import RECALIBRATION_METHODS
+    from uqzoo.comparison import options
 
-    if args.recalibrate not in RECALIBRATION_METHODS:
-        raise UqzooError(f"--recalibrate must be {' or '.join(RECALIBRATION_METHODS)} "
-                         f"(uz.recalibrate), got {args.recalibrate!r}")
-    return str(args.recalibrate)
+    return options.recalibrate(args.recalibrate, options.FLAGS)
 
 
 def _conformal(args) -> dict[str, Any]:
     """--conformal LEVEL [--conformal-score, --conformal-mondrian], checked before the data
     are read; a bad one is a one-line error."""
-    if args.conformal is None:
-        if args.conformal_score is not None or args.conformal_mondrian:
-            raise UqzooError("--conformal-score and --conformal-mondrian need --conformal LEVEL "
-                             "(e.g. --conformal 0.9)")
-        return {}
-    from uqzoo.conformal import SCORES
+    from uqzoo.comparison import options
 
-    try:
-        level = float(args.conformal)
-    except ValueError:
-        level = math.nan
-    if not 0.0 < level < 1.0:
-        raise UqzooError(f"--conformal must be a level in (0, 1) such as 0.9 (the label sets' "
-                         f"coverage), got {args.conformal!r}")
-    score = "lac" if args.conformal_score is None else args.conformal_score
-    if score not in SCORES:
-        raise UqzooError(f"--conformal-score must be {' or '.join(SCORES)}, got {score!r}")
-    return {"conformal": level, "conformal_score": score,
-            "conformal_mondrian": bool(args.conformal_mondrian)}
+    level, score, mondrian = options.conformal(
+        _number(args.conformal), args.conformal_score,
+        True if args.conformal_mondrian else None, options.FLAGS)
+    if level is None:
+        return {}
+    return {"conformal": level, "conformal_score": score, "conformal_mondrian": mondrian}
 
 
 def _reference(args) -> str | None:
@@ -766,7 +742,7 @@ def _cmd_evaluate(args) -> int:
         model = from_file(args.model, data.n_features, data.n_classes, what="--model")
     post = load_posterior(args.posterior, model=model)
     report = evaluate(post, data, levels=_parse_levels(args.levels),
-                      delta=_check_delta(args.delta))
+                      delta=check_delta(args.delta, "--delta"))
     print(report.summary())
     if args.out is not None:
         write_file_atomically(args.out, report.table.to_csv(index=False).encode(),
@@ -905,7 +881,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="move every method's probabilities to this class prior before "
                         "evaluation (uz.prior_shift): 'train' (the training labels' "
                         "frequencies) or class probabilities")
-    p.add_argument("--interval", choices=("equal_tailed", "order_statistic"),
+    p.add_argument("--interval", choices=INTERVALS,
                    default="equal_tailed",
                    help="percentile intervals (default) or order-statistic intervals, "
                         "which keep their level for any number of draws")

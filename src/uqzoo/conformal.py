@@ -90,6 +90,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from typing import Any, Literal
 
 import numpy as np
@@ -110,8 +111,8 @@ from uqzoo.metrics.detection import clopper_pearson_bounds
 from uqzoo.metrics.hcs import HighConfidenceSet, hcs_classes
 
 __all__ = ["SCORES", "ConformalHCS", "ConformalReport", "ConformalSets", "SetReport", "calibrate",
-           "conformal_hcs", "conformalize", "evaluate_sets", "judge", "label_scores",
-           "nonconformity_scores", "predictive_sets", "quantile_rank"]
+           "check_level", "check_score", "conformal_hcs", "conformalize", "evaluate_sets",
+           "judge", "label_scores", "nonconformity_scores", "predictive_sets", "quantile_rank"]
 
 ConformalScore = Literal["lac", "aps"]
 SCORES = choices(ConformalScore)
@@ -128,6 +129,32 @@ WORST_SHARE = 0.1
 
 def _check_alpha(alpha: object, name: str = "alpha") -> float:
     return check_float(alpha, name, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def check_level(level: object, name: str = "level") -> float:
+    """A conformal sets' level 1 − α in (0, 1), as a float.
+
+    ``name`` is what the user typed (``conformal``, ``--conformal``, or a
+    file's key as ``run.toml: compare.conformal:``): every caller of compare's
+    ``conformal`` option checks it here, and only the name differs.
+    """
+    what = f"{name} must be a level in (0, 1) such as 0.9 (the label sets' coverage), got"
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real):
+        raise InvalidTypeError(f"{what} {_show(level)}")
+    value = float(level)
+    if not 0.0 < value < 1.0:                               # nan and inf fail this too
+        raise InvalidInputError(f"{what} {value!r}")
+    return value
+
+
+def check_score(score: object, name: str = "score") -> str:
+    """A nonconformity score's name, one of :data:`SCORES` (see :func:`check_level`)."""
+    what = f"{name} must be one of {', '.join(SCORES)} (the nonconformity score), got"
+    if not isinstance(score, str):
+        raise InvalidTypeError(f"{what} {_show(score)}")
+    if score not in SCORES:
+        raise InvalidInputError(f"{what} {score!r}")
+    return score
 
 
 def quantile_rank(n: int, alpha: float) -> int:

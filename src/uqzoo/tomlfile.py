@@ -24,7 +24,8 @@ from uqzoo.errors import FileFormatError, InvalidInputError, InvalidTypeError, U
 
 __all__ = ["SPEC_FROM_DATA", "allowed", "check_int", "check_keys", "check_number",
            "check_option_value", "check_str", "check_table", "normalise", "read_delta",
-           "read_levels", "read_spec", "read_toml", "spec_defaults", "type_name", "where"]
+           "read_levels", "read_spec", "read_toml", "spec_defaults", "subject", "type_name",
+           "where"]
 
 # MLPSpec fields every data set sets itself; a file may set the others.
 SPEC_FROM_DATA = ("in_features", "n_classes")
@@ -32,6 +33,13 @@ SPEC_FROM_DATA = ("in_features", "n_classes")
 
 def where(path: Path, key: str) -> str:
     return f"{path.name}: {key}" if key else path.name
+
+
+def subject(path: Path, key: str) -> str:
+    """``key`` of the file as the subject of a shared check's message ("NAME must be
+    ..."), so that it reads as every other file message: ``run.toml: compare.conformal:
+    must be ...``."""
+    return f"{where(path, key)}:"
 
 
 def allowed(keys: Sequence[str]) -> str:
@@ -235,11 +243,9 @@ def read_levels(value: object, path: Path, key: str) -> tuple[float, ...]:
 
 def read_delta(value: object, path: Path, key: str) -> float:
     """The High Confidence Set threshold δ in (0, 0.5)."""
-    delta = check_number(value, path, key)
-    if not 0 < delta < 0.5:
-        raise InvalidInputError(f"{where(path, key)}: the High Confidence Set threshold must "
-                                f"be in (0, 0.5), got {delta}")
-    return delta
+    from uqzoo._validation import check_delta
+
+    return check_delta(check_number(value, path, key), subject(path, key))
 
 
 def spec_defaults() -> dict[str, Any]:

@@ -195,8 +195,8 @@ def test_a_bad_recalibrate_is_refused_before_any_fit(monkeypatch, value):
     monkeypatch.setattr(method_registry, "fit",
                         lambda *a, **k: pytest.fail("fitted before recalibrate was checked"))
     data = uz.datasets.load("iris", seed=0)
-    with pytest.raises(InvalidInputError, match=r"recalibrate must be None or one of "
-                                                r"'temperature', 'vector' \(uz.recalibrate\)"):
+    with pytest.raises(InvalidInputError, match=r"recalibrate must be one of temperature, "
+                                                r"vector \(uz.recalibrate\), or None for no "):
         uz.compare(data, ["laplace"], recalibrate=value, progress_bar=False)
 
 
@@ -275,7 +275,7 @@ def test_cli_bad_recalibrate_exits_2_in_one_line_before_any_work(tmp_path, capsy
     monkeypatch.setattr(method_registry, "fit", must_not_run)
     assert main(["compare", *TINY_SCENE, "--no-progress", "--recalibrate", "platt"]) == 2
     err = capsys.readouterr().err
-    assert err == ("uqzoo: error: --recalibrate must be temperature or vector "
+    assert err == ("uqzoo: error: --recalibrate must be one of temperature, vector "
                    "(uz.recalibrate), got 'platt'\n")
     path = tmp_path / "run.toml"
     path.write_text('[compare]\nrecalibrate = "platt"\n')

@@ -79,7 +79,8 @@ def test_a_small_file_reads_with_defaults_for_what_it_leaves_out(tmp_path):
     ("[compare]\nseed = -1\n", ["compare.seed: must be >= 0, got -1"]),
     ("[compare]\nlevels = [0.8, 1.2]\n", ["compare.levels:", "(0.0, 1.0)", "1.2"]),
     ("[compare]\nlevels = 0.8\n", ["compare.levels: must be a non-empty array"]),
-    ("[compare]\ndelta = 0.7\n", ["compare.delta:", "must be in (0, 0.5), got 0.7"]),
+    ("[compare]\ndelta = 0.7\n", ["compare.delta:", "must be a number in (0, 0.5)",
+                                  "got 0.7"]),
     ("[compare]\nnum_draws = 0\n", ["compare.num_draws: must be >= 1, got 0"]),
     ("[compare]\nnum_draws = 10000000\n", ["compare.num_draws:", "at most 1,048,576"]),
     ("[compare]\ninterval = \"hdi\"\n", ["compare.interval: must be one of equal_tailed, "
@@ -295,8 +296,8 @@ CLI_CASES = [
     ("[compare]\nsede = 1\n", "run.toml: compare.sede: unknown key in [compare]; allowed:"),
     ("[compare]\nseed = \"one\"\n", "run.toml: compare.seed: must be an integer, got a "
                                     "string 'one'"),
-    ("[compare]\ndelta = 0.9\n", "run.toml: compare.delta: the High Confidence Set threshold "
-                                 "must be in (0, 0.5), got 0.9"),
+    ("[compare]\ndelta = 0.9\n", "run.toml: compare.delta: must be a number in (0, 0.5) (the "
+                                 "High Confidence Set's threshold δ, e.g. 0.2), got 0.9"),
 ]
 
 

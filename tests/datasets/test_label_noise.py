@@ -75,8 +75,9 @@ def test_class_conditional_follows_the_transition_matrix():
 
 
 @pytest.mark.parametrize("kwargs, error, needle", [
-    (dict(rate=1.0), InvalidInputError, "rate must lie in [0.0, 1.0), got 1.0"),
-    (dict(rate=-0.1), InvalidInputError, "rate must lie in [0.0, 1.0), got -0.1"),
+    (dict(rate=1.0), InvalidInputError,
+     "rate must be a rate in [0, 1) such as 0.1 (the share of training labels flipped), got 1.0"),
+    (dict(rate=-0.1), InvalidInputError, "rate must be a rate in [0, 1)"),
     (dict(rate=float("nan")), InvalidInputError, "rate"),
     (dict(rate="0.1"), InvalidTypeError, "rate"),
     (dict(rate=0.1, kind="pairwise"), InvalidInputError, "kind must be one of"),

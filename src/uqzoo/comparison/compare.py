@@ -34,7 +34,14 @@ from uqzoo import headline
 from uqzoo import methods as method_registry
 from uqzoo import shift as under_shift
 from uqzoo._limits import LONG_PREDICTION_WORK, MAX_PREDICTION_WORK, check_draws
-from uqzoo._validation import _show, check_choice, check_float, check_levels, check_seed
+from uqzoo._validation import (
+    _show,
+    check_choice,
+    check_delta,
+    check_levels,
+    check_seed,
+)
+from uqzoo.comparison import options as compare_options
 from uqzoo.errors import (
     ConvergenceWarning,
     DataWarning,
@@ -579,13 +586,24 @@ def compare(data, methods: Sequence[str] | None = None, *, model: Model | None =
     if len(set(names)) != len(names):
         raise InvalidInputError(f"methods must not repeat a name, got {names}")
     seed = check_seed(seed)
+    # Checked as the command line and the files check them; a refining option left at
+    # its default counts as not given, one set otherwise needs the option it refines.
+    conformal, conformal_score, conformal_mondrian = compare_options.conformal(
+        conformal,
+        None if _is_default(conformal_score, compare_options.DEFAULT_CONFORMAL_SCORE)
+        else conformal_score,
+        None if _is_default(conformal_mondrian, False) else conformal_mondrian)
+    label_noise, label_noise_kind = compare_options.label_noise(
+        label_noise,
+        None if _is_default(label_noise_kind, compare_options.DEFAULT_LABEL_NOISE_KIND)
+        else label_noise_kind)
     if label_noise is not None:
         from uqzoo.datasets import with_label_noise
 
         data = with_label_noise(data, label_noise, label_noise_kind,
                                 seed=label_noise_seed(seed))
     levels = check_levels(levels)
-    delta = check_float(delta, "delta", low=0.0, high=0.5, low_open=True, high_open=True)
+    delta = check_delta(delta)
     fars = tuple(float(f) for f in _check_fars(far))
     if detectors is None:
         detectors = _is_detection_scene(data)
@@ -751,6 +769,13 @@ def compare(data, methods: Sequence[str] | None = None, *, model: Model | None =
                       ranking_changes=changes, recalibration=recalibration,
                       settings=settings, scores=scores, fidelity=fidelity,
                       conformal=conformal_record, failed_fits=failed_fits)
+
+
+def _is_default(value: object, default: bool | str) -> bool:
+    """Whether an option holds its default, a bool or a string (0 is not False)."""
+    if isinstance(default, bool):
+        return isinstance(value, (bool, np.bool_)) and bool(value) == default
+    return isinstance(value, str) and value == default
 
 
 def _draws_of(options: Mapping[str, Any], num_draws: int) -> int:
@@ -957,48 +982,29 @@ def _calibration_split(data: Any, recalibrate: object, seed: int, conformal: boo
     Checked before any fit. Without ``recalibrate`` or ``conformal`` the methods fit on
     all of ``data``; with either, one split serves both.
     """
-    from uqzoo.recalibrate import (
-        DEFAULT_CALIBRATION_FRACTION,
-        RECALIBRATION_METHODS,
-        calibration_split,
-    )
+    from uqzoo.recalibrate import DEFAULT_CALIBRATION_FRACTION, calibration_split
 
     if recalibrate is None:
         if not conformal:
             return data, None, None
         fit_data, held_out = calibration_split(data, DEFAULT_CALIBRATION_FRACTION, seed=seed)
         return fit_data, held_out, None
-    if not isinstance(recalibrate, str) or recalibrate not in RECALIBRATION_METHODS:
-        raise InvalidInputError(
-            f"recalibrate must be None or one of "
-            f"{', '.join(repr(m) for m in RECALIBRATION_METHODS)} (uz.recalibrate), got "
-            f"{_show(recalibrate)}")
-    method = recalibrate
+    method = compare_options.recalibrate(recalibrate)
     fit_data, (X, y) = calibration_split(data, DEFAULT_CALIBRATION_FRACTION, seed=seed)
-    record = {"method": method, "calibration_fraction": DEFAULT_CALIBRATION_FRACTION,
-              "seed": seed, "n_calibration": int(X.shape[0]), "n_fit": int(fit_data.n_train),
-              "rows": {}}
+    record: dict[str, Any] = {
+        "method": method, "calibration_fraction": DEFAULT_CALIBRATION_FRACTION, "seed": seed,
+        "n_calibration": int(X.shape[0]), "n_fit": int(fit_data.n_train), "rows": {}}
     return fit_data, (X, y), record
 
 
-def _conformal_request(level: object, score: object, mondrian: object, calibration: Any,
+def _conformal_request(level: float | None, score: str, mondrian: bool, calibration: Any,
                        seed: int, fit_data: Any) -> dict[str, Any] | None:
-    """The conformal record (checked before any fit), or None without ``conformal``."""
-    from uqzoo._validation import check_bool
-    from uqzoo.conformal import SCORES
+    """The conformal record of checked options (:func:`uqzoo.comparison.options.conformal`),
+    or None without ``conformal``."""
     from uqzoo.recalibrate import DEFAULT_CALIBRATION_FRACTION
 
-    score = check_choice(score, "conformal_score", SCORES)
-    mondrian = check_bool(mondrian, "conformal_mondrian")
     if level is None:
-        if mondrian or score != "lac":      # asked for sets, but none would be made
-            raise InvalidInputError("conformal_mondrian and conformal_score need conformal= "
-                                    "a level such as 0.9 (the label sets' coverage)")
         return None
-    if isinstance(level, bool):
-        raise InvalidTypeError(f"conformal must be None or a level in (0, 1) such as 0.9, "
-                               f"got {level!r}")
-    level = check_float(level, "conformal", low=0.0, high=1.0, low_open=True, high_open=True)
     return {"level": level, "alpha": 1.0 - level, "score": score, "mondrian": mondrian,
             "calibration_fraction": DEFAULT_CALIBRATION_FRACTION, "seed": seed,
             "n_calibration": int(calibration[0].shape[0]), "n_fit": int(fit_data.n_train),

@@ -75,6 +75,7 @@ from typing import Any
 
 from uqzoo import tomlfile as toml
 from uqzoo._limits import check_copies
+from uqzoo._quantiles import SUMMARY_INTERVALS
 from uqzoo._validation import _show
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
 
@@ -93,7 +94,8 @@ DEFAULT_DATASET = "sim-teacher"
 # The defaults of `uqzoo compare`; levels differ from uz.evaluate's four.
 DEFAULT_COMPARE_LEVELS = (0.8, 0.95)
 DEFAULT_DELTA = 0.2
-INTERVALS = ("equal_tailed", "order_statistic")
+# The intervals compare (and uz.evaluate) summarise with: their one list.
+INTERVALS = SUMMARY_INTERVALS
 
 _TOP_KEYS = ("compare", "data", "spec", "methods")
 _COMPARE_KEYS = ("methods", "seed", "levels", "delta", "num_draws", "interval", "settings",
@@ -546,14 +548,11 @@ def _read_compare(raw: object, path: Path) -> dict[str, Any]:
     if "target_prior" in head:
         out["target_prior"] = _read_target_prior(head["target_prior"], path)
     if "recalibrate" in head:
-        from uqzoo.recalibrate import RECALIBRATION_METHODS
+        from uqzoo.comparison import options
 
         value = toml.check_str(head["recalibrate"], path, "compare.recalibrate")
-        if value not in (*RECALIBRATION_METHODS, _NONE):
-            raise InvalidInputError(f"{toml.where(path, 'compare.recalibrate')}: must be one of "
-                                    f"{', '.join(RECALIBRATION_METHODS)} (or \"{_NONE}\", or "
-                                    f"leave the key out, for no recalibration), got {value!r}")
-        out["recalibrate"] = None if value == _NONE else value
+        out["recalibrate"] = None if value == _NONE else options.recalibrate(
+            value, options.Names.file(path, "compare"))
     out.update(_read_conformal(head, path))
     out.update(_read_label_noise(head, path))
     if "reference" in head:
@@ -581,55 +580,28 @@ def _read_target_prior(value: object, path: Path) -> str | tuple[float, ...]:
 
 
 def _read_conformal(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
-    """``conformal`` (a level in (0, 1)), ``conformal_score``, ``conformal_mondrian``."""
-    from uqzoo.conformal import SCORES
+    """``conformal`` (a level in (0, 1)), ``conformal_score``, ``conformal_mondrian``,
+    checked as every caller of compare checks them (:mod:`uqzoo.comparison.options`)."""
+    from uqzoo.comparison import options
 
-    out: dict[str, Any] = {}
-    if "conformal" in head:
-        level = toml.check_number(head["conformal"], path, "compare.conformal")
-        if not 0.0 < level < 1.0:
-            raise InvalidInputError(f"{toml.where(path, 'compare.conformal')}: must be a level "
-                                    f"in (0, 1) such as 0.9, got {level}")
-        out["conformal"] = level
-    if "conformal_score" in head:
-        value = toml.check_str(head["conformal_score"], path, "compare.conformal_score")
-        if value not in SCORES:
-            raise InvalidInputError(f"{toml.where(path, 'compare.conformal_score')}: must be "
-                                    f"one of {', '.join(SCORES)}, got {value!r}")
-        out["conformal_score"] = value
-    if "conformal_mondrian" in head:
-        value = head["conformal_mondrian"]
-        if not isinstance(value, bool):
-            raise InvalidInputError(f"{toml.where(path, 'compare.conformal_mondrian')}: must be "
-                                    f"true or false, got {value!r}")
-        out["conformal_mondrian"] = value
-    if ("conformal_score" in out or "conformal_mondrian" in out) and "conformal" not in out:
-        raise InvalidInputError(f"{toml.where(path, 'compare.conformal')}: conformal_score and "
-                                "conformal_mondrian need conformal = LEVEL (e.g. 0.9)")
-    return out
+    level, score, mondrian = options.conformal(
+        head.get("conformal"), head.get("conformal_score"), head.get("conformal_mondrian"),
+        options.Names.file(path, "compare"))
+    if level is None:
+        return {}
+    return {"conformal": level, "conformal_score": score, "conformal_mondrian": mondrian}
 
 
 def _read_label_noise(head: Mapping[str, Any], path: Path) -> dict[str, Any]:
-    """``label_noise`` (a rate in [0, 1)) and ``label_noise_kind`` of ``[compare]``."""
-    from uqzoo.datasets.noise import LABEL_NOISE_KINDS
+    """``label_noise`` (a rate in [0, 1)) and ``label_noise_kind`` of ``[compare]``,
+    checked as every caller of compare checks them (:mod:`uqzoo.comparison.options`)."""
+    from uqzoo.comparison import options
 
-    out: dict[str, Any] = {}
-    if "label_noise" in head:
-        rate = toml.check_number(head["label_noise"], path, "compare.label_noise")
-        if not 0.0 <= rate < 1.0:
-            raise InvalidInputError(f"{toml.where(path, 'compare.label_noise')}: must be a rate "
-                                    f"in [0, 1) such as 0.1, got {rate}")
-        out["label_noise"] = rate
-    if "label_noise_kind" in head:
-        value = toml.check_str(head["label_noise_kind"], path, "compare.label_noise_kind")
-        if value not in LABEL_NOISE_KINDS:
-            raise InvalidInputError(f"{toml.where(path, 'compare.label_noise_kind')}: must be "
-                                    f"one of {', '.join(LABEL_NOISE_KINDS)}, got {value!r}")
-        if "label_noise" not in out:
-            raise InvalidInputError(f"{toml.where(path, 'compare.label_noise_kind')}: needs "
-                                    "label_noise = RATE (e.g. 0.1)")
-        out["label_noise_kind"] = value
-    return out
+    rate, kind = options.label_noise(head.get("label_noise"), head.get("label_noise_kind"),
+                                     options.Names.file(path, "compare"))
+    if rate is None:
+        return {}
+    return {"label_noise": rate, "label_noise_kind": kind}
 
 
 def _read_perturb(head: Mapping[str, Any], path: Path) -> dict[str, Any]:

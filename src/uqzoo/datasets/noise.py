@@ -12,18 +12,47 @@ without a lower ECE).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any, Literal
 
 import numpy as np
 
-from uqzoo._validation import _show, as_array, check_choice, check_float, check_seed, choices
+from uqzoo._validation import _show, as_array, check_seed, choices
 from uqzoo.datasets._base import ClassificationData
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["LABEL_NOISE_KINDS", "LabelNoiseKind", "with_label_noise"]
+__all__ = ["LABEL_NOISE_KINDS", "LabelNoiseKind", "check_kind", "check_rate", "with_label_noise"]
 
 LabelNoiseKind = Literal["symmetric", "class_conditional"]
 LABEL_NOISE_KINDS = choices(LabelNoiseKind)
+
+
+def check_rate(rate: object, name: str = "rate") -> float:
+    """A label-noise rate in [0, 1), as a float.
+
+    ``name`` is what the user typed (``label_noise``, ``--label-noise``, or a
+    file's key as ``run.toml: compare.label_noise:``): every caller checks the
+    rate here, and only the name differs.
+    """
+    what = (f"{name} must be a rate in [0, 1) such as 0.1 (the share of training labels "
+            "flipped), got")
+    if isinstance(rate, (bool, np.bool_)) or not isinstance(rate, numbers.Real):
+        raise InvalidTypeError(f"{what} {_show(rate)}")
+    value = float(rate)
+    if not 0.0 <= value < 1.0:                              # nan and inf fail this too
+        raise InvalidInputError(f"{what} {value!r}")
+    return value
+
+
+def check_kind(kind: object, name: str = "kind") -> str:
+    """A label-noise kind, one of :data:`LABEL_NOISE_KINDS` (see :func:`check_rate`)."""
+    what = (f"{name} must be one of {', '.join(LABEL_NOISE_KINDS)} (how a flipped label is "
+            "chosen), got")
+    if not isinstance(kind, str):
+        raise InvalidTypeError(f"{what} {_show(kind)}")
+    if kind not in LABEL_NOISE_KINDS:
+        raise InvalidInputError(f"{what} {kind!r}")
+    return kind
 
 
 def _check_transition(transition: object, n_classes: int) -> np.ndarray:
@@ -96,6 +125,8 @@ def with_label_noise(data: ClassificationData, rate: float, kind: str = "symmetr
         not a (K, K) zero-diagonal row-stochastic matrix, or one given with
         ``kind="symmetric"``; data that already carry label noise; flips that
         would leave fewer than two classes in training.
+    InvalidTypeError
+        ``rate`` that is not a number, ``kind`` that is not a string.
 
     Example
     -------
@@ -117,8 +148,8 @@ def with_label_noise(data: ClassificationData, rate: float, kind: str = "symmetr
     """
     if not isinstance(data, ClassificationData):
         raise InvalidTypeError(f"data must be a ClassificationData, got {_show(data)}")
-    rate = check_float(rate, "rate", low=0.0, high=1.0, high_open=True)
-    kind = check_choice(kind, "kind", LABEL_NOISE_KINDS)
+    rate = check_rate(rate)
+    kind = check_kind(kind)
     seed = check_seed(seed)
     if "label_noise" in data.meta:
         raise InvalidInputError(

@@ -10,7 +10,6 @@ from uqzoo._validation import (
     as_array,
     as_labels,
     as_probabilities,
-    check_float,
     check_int,
 )
 from uqzoo.errors import InvalidInputError, InvalidTypeError
@@ -176,11 +175,6 @@ def group_ends(sorted_values: np.ndarray) -> np.ndarray:
     """Index of the last element of each run of equal values in a sorted array."""
     return np.append(np.flatnonzero(sorted_values[1:] != sorted_values[:-1]),
                      sorted_values.shape[0] - 1)
-
-
-def check_delta(delta: object) -> float:
-    """δ of a High Confidence Set: strictly between 0 and 0.5."""
-    return check_float(delta, "delta", low=0.0, high=0.5, low_open=True, high_open=True)
 
 
 def check_scores(scores: object, name: str, n_rows: int) -> np.ndarray:

@@ -7,8 +7,8 @@ from typing import Literal
 
 import numpy as np
 
-from uqzoo._validation import as_labels, check_choice, choices
-from uqzoo.metrics._common import check_bounds, check_delta
+from uqzoo._validation import as_labels, check_choice, check_delta, choices
+from uqzoo.metrics._common import check_bounds
 
 __all__ = [
     "HCS_SIDES",

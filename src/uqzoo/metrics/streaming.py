@@ -18,12 +18,18 @@ import dataclasses
 
 import numpy as np
 
-from uqzoo._validation import as_labels, as_probabilities, check_choice, check_int, check_levels
+from uqzoo._validation import (
+    as_labels,
+    as_probabilities,
+    check_choice,
+    check_delta,
+    check_int,
+    check_levels,
+)
 from uqzoo.errors import InvalidInputError, InvalidTypeError
 from uqzoo.metrics._common import (
     FixedPointSums,
     check_bounds,
-    check_delta,
     check_n_bins,
     validated_blocks,
 )

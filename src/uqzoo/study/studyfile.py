@@ -243,20 +243,13 @@ def _read_entry(raw: object, kind: str, index: int, path: Path) -> _Entry:
 
 
 def _check_label_noise(option: str, value: Any, path: Path, where: str) -> Any:
-    """``label_noise`` (a rate in [0, 1)) or ``label_noise_kind`` of a data set."""
-    from uqzoo.datasets.noise import LABEL_NOISE_KINDS
+    """``label_noise`` (a rate in [0, 1)) or ``label_noise_kind`` of a data set, checked as
+    compare's options of the same names (:mod:`uqzoo.datasets.noise`)."""
+    from uqzoo.datasets.noise import check_kind, check_rate
 
     if option == "label_noise":
-        rate = toml.check_number(value, path, where)
-        if not 0.0 <= rate < 1.0:
-            raise InvalidInputError(f"{toml.where(path, where)}: must be a rate in [0, 1) such "
-                                    f"as 0.1 (the share of training labels flipped), got {rate}")
-        return float(rate)
-    kind = toml.check_str(value, path, where)
-    if kind not in LABEL_NOISE_KINDS:
-        raise InvalidInputError(f"{toml.where(path, where)}: must be one of "
-                                f"{', '.join(LABEL_NOISE_KINDS)}, got {kind!r}")
-    return kind
+        return check_rate(value, toml.subject(path, where))
+    return check_kind(value, toml.subject(path, where))
 
 
 def _read_spec(raw: object, path: Path) -> dict[str, Any]:
@@ -274,23 +267,13 @@ def _read_spec(raw: object, path: Path) -> dict[str, Any]:
 
 
 def _read_conformal(head: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
-    """``conformal`` (a level in (0, 1)) and ``conformal_score`` of ``[study]``."""
-    from uqzoo.conformal import SCORES
+    """``conformal`` (a level in (0, 1)) and ``conformal_score`` of ``[study]``, checked as
+    compare's options of the same names (:mod:`uqzoo.comparison.options`)."""
+    from uqzoo.comparison import options
 
-    if "conformal" not in head:
-        if "conformal_score" in head:
-            raise InvalidInputError(f"{toml.where(path, 'study.conformal_score')}: needs "
-                                    "conformal = LEVEL (e.g. 0.9)")
-        return None
-    level = toml.check_number(head["conformal"], path, "study.conformal")
-    if not 0.0 < level < 1.0:
-        raise InvalidInputError(f"{toml.where(path, 'study.conformal')}: must be a level in "
-                                f"(0, 1) such as 0.9, got {level}")
-    score = toml.check_str(head.get("conformal_score", "lac"), path, "study.conformal_score")
-    if score not in SCORES:
-        raise InvalidInputError(f"{toml.where(path, 'study.conformal_score')}: must be one of "
-                                f"{', '.join(SCORES)}, got {score!r}")
-    return {"level": float(level), "score": score}
+    level, score, _ = options.conformal(head.get("conformal"), head.get("conformal_score"),
+                                        names=options.Names.file(path, "study"))
+    return None if level is None else {"level": level, "score": score}
 
 
 def _read_reference(raw: object, path: Path) -> dict[str, Any]:
