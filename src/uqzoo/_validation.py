@@ -92,14 +92,19 @@ def check_delta(delta: object, name: str = "delta") -> float:
     as ``run.toml: compare.delta:``): the library, the command line and the
     files all check δ here.
     """
-    what = (f"{name} must be a number in (0, 0.5) (the High Confidence Set's threshold δ, "
-            "e.g. 0.2), got")
-    if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, numbers.Real):
-        raise InvalidTypeError(f"{what} {_show(delta)}")
-    value = float(delta)
-    if not 0.0 < value < 0.5:                               # nan and inf fail this too
-        raise InvalidInputError(f"{what} {value!r}")
-    return value
+    return check_open_interval(delta, f"{name} must be a number in (0, 0.5) (the High "
+                                      "Confidence Set's threshold δ, e.g. 0.2), got", 0.0, 0.5)
+
+
+def check_open_interval(value: object, what: str, low: float, high: float) -> float:
+    """A real number in (low, high) as a float; ``what`` starts the message ("x must be
+    ..., got"), which ends with the value given."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"{what} {_show(value)}")
+    number = float(value)
+    if not low < number < high:                             # nan and inf fail this too
+        raise InvalidInputError(f"{what} {number!r}")
+    return number
 
 
 def check_bool(value: object, name: str) -> bool:

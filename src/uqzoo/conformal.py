@@ -90,7 +90,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from typing import Any, Literal
 
 import numpy as np
@@ -103,6 +102,7 @@ from uqzoo._validation import (
     check_bool,
     check_choice,
     check_float,
+    check_open_interval,
     check_seed,
     choices,
 )
@@ -138,13 +138,8 @@ def check_level(level: object, name: str = "level") -> float:
     file's key as ``run.toml: compare.conformal:``): every caller of compare's
     ``conformal`` option checks it here, and only the name differs.
     """
-    what = f"{name} must be a level in (0, 1) such as 0.9 (the label sets' coverage), got"
-    if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real):
-        raise InvalidTypeError(f"{what} {_show(level)}")
-    value = float(level)
-    if not 0.0 < value < 1.0:                               # nan and inf fail this too
-        raise InvalidInputError(f"{what} {value!r}")
-    return value
+    return check_open_interval(level, f"{name} must be a level in (0, 1) such as 0.9 (the "
+                                      "label sets' coverage), got", 0.0, 1.0)
 
 
 def check_score(score: object, name: str = "score") -> str:
