@@ -28,8 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # judging a posterior
     ("metrics", "evaluate", "shift", "fidelity", "reference", "conformal"),
     # applications on the library
-    ("comparison", "compare", "compare_config", "report", "plots", "study", "sklearn",
-     "testing"),
+    ("comparison", "plots", "study", "sklearn", "testing"),
     ("cli",),
 )
 

@@ -48,7 +48,7 @@ def test_unknown_attribute_is_an_attribute_error():
         uqzoo.no_such_name  # noqa: B018
 
 
-@pytest.mark.parametrize("name", ["evaluate", "compare"])
+@pytest.mark.parametrize("name", ["evaluate", "fidelity"])
 def test_functions_named_like_their_module_stay_functions(name):
     """Importing the submodule first must not make ``uz.evaluate`` the module."""
     code = (f"import uqzoo.{name}\nimport uqzoo\n"

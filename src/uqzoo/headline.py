@@ -8,7 +8,7 @@ metric's name, with ``@<level>`` (or ``@<false-alarm rate>``) for metrics
 that take one: ``"ece"``, ``"coverage@0.8"``, ``"pd_at_far@0.01"``.
 Consumers build keys from the levels they were given (:func:`columns`) and
 never parse them back; :func:`parse_key` exists for one case only, a bare
-user table handed to :func:`uqzoo.report.verdict` without its levels.
+user table handed to :func:`uqzoo.comparison.report.verdict` without its levels.
 
 Examples
 --------
