@@ -424,8 +424,6 @@ def compare(data, methods: Sequence[str] | None = None, *, model: Model | None =
         {"dropout": ...}}``). A method that needs what the model does not
         declare (MC dropout on a model without dropout) is left out, with a
         note in :attr:`Settings.left_out` and in the verdict.
-    spec : MLPSpec, optional
-        The same as ``model``, for an MLP; give one of the two.
     seed : int
         Seed of every fit (each method gets the same seed).
     levels : sequence of float
