@@ -7,7 +7,10 @@ potential through ``vmap(apply)``, the trainer's stacked members through
 ``vmap(apply)``, the predictive engine through ``jit(vmap(apply))`` instead of
 MLPSpec's fused torch forward). Same data (``sim-teacher`` seed 1, p = 2,
 n_train 1000), same seeds, same settings; the arms alternate in order from seed
-to seed, and each has one untimed warm-up run (compilation) first.
+to seed, and each has one untimed warm-up run (compilation) first. The script
+asserts, seed by seed, that the two arms did the same work (method, chains and
+draws, settings, parameter shapes, prior, training data; for summarize the
+same draws and points).
 
 - HMC: 4 chains × (300 warm-up + 150 draws), float32, vectorized chains. The
   arms' parameters are flattened in different orders (JAX sorts a dict's keys),
@@ -77,18 +80,30 @@ def main() -> None:
     X = np.random.default_rng(0).normal(size=(N, data.n_features))
     draws = models["MLPSpec"].init_params(5, num=1000)
 
+    # Each run returns (leapfrog steps or None, the work it did); the arms' work is
+    # asserted equal seed by seed (STYLE.md rule 20): method, chains × draws,
+    # settings, parameter shapes, prior and training data (its fingerprint).
+    def posterior_work(post):
+        return {"method": post.method, "sample_shape": tuple(post.sample_shape),
+                "config": dict(post.config), "param_shapes": dict(post.spec.param_shapes()),
+                "prior": post.spec.prior_sds(),
+                "data": post.diagnostics["data_fingerprint"]}
+
     def run_hmc(model, seed):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", uz.ConvergenceWarning)
             post = uz.fit("hmc", model, data, seed=seed, progress_bar=False, **hmc)
         d = post.diagnostics
-        return d["leapfrog_steps_warmup"] + d["leapfrog_steps_sampling"]
+        return d["leapfrog_steps_warmup"] + d["leapfrog_steps_sampling"], posterior_work(post)
 
     def run_trainer(model, seed):
-        uz.fit("ensemble", model, data, seed=seed, progress_bar=False, **members)
+        post = uz.fit("ensemble", model, data, seed=seed, progress_bar=False, **members)
+        return None, posterior_work(post)
 
     def run_summarize(model, seed):
-        uz.summarize(model, draws, X, levels=(0.8, 0.95))
+        summary = uz.summarize(model, draws, X, levels=(0.8, 0.95))
+        return None, {"draws": {k: v.shape for k, v in draws.items()}, "points": X.shape,
+                      "mean": summary.mean.shape}
 
     rows = []
     chosen = args.tasks.split(",")
@@ -101,10 +116,14 @@ def main() -> None:
         steps = {name: [] for name in models}
         for i, seed in enumerate(seeds):
             order = list(models) if i % 2 == 0 else list(models)[::-1]
+            work = {}
             for name in order:
-                seconds, out = timed(lambda name=name, seed=seed, run=run: run(models[name], seed))
+                seconds, (out, work[name]) = timed(
+                    lambda name=name, seed=seed, run=run: run(models[name], seed))
                 times[name].append(seconds)
                 steps[name].append(out)
+            first, second = work.values()
+            assert first == second, f"{task}, seed {seed}: the arms did different work: {work}"
         for name in models:
             wall = statistics.median(times[name])
             per_step = (statistics.median(t / s for t, s in zip(times[name], steps[name],
