@@ -667,6 +667,30 @@ def _run_numpyro(spec: Model, X: np.ndarray, y: np.ndarray, cfg: Config, seed: i
     seconds_map = time.perf_counter() - t_start if cfg.init == "map" else 0.0
     progress.phase("compiling")
 
+    # The data enter the compiled programs as arguments, so that one compiled
+    # program serves every data set of a shape (a study fits hundreds), except
+    # for vectorized chains: there they are closed over, as NumPyro's ``MCMC``
+    # does by default (``jit_model_args=False``), because NumPyro's own vectorized
+    # chains were measured 7x slower with the data as arguments on another machine
+    # (benchmarks/README.md, "NUTS against NumPyro"). One pair serves every chain:
+    # a chain's committed start picks the device its programs compile for.
+    if vectorized:
+        constant_init = jax.jit(lambda z0, key: program.init(z0, key, X, y, weights))
+        constant_segment = jax.jit(lambda state, n, thinning: program.segment(
+            state, n, X, y, weights, thinning=thinning), static_argnames=("thinning",))
+
+        def init(z0, key, data):
+            return constant_init(z0, key)
+
+        def segment(state, n, data, thinning):
+            return constant_segment(state, n, thinning=thinning)
+    else:
+        def init(z0, key, data):
+            return program.init(z0, key, *data)
+
+        def segment(state, n, data, thinning):
+            return program.segment(state, n, *data, thinning=thinning)
+
     def run(z0, key_data, device=None):
         """Run chains (one, or a vmapped batch) through warm-up and sampling.
 
@@ -686,21 +710,21 @@ def _run_numpyro(spec: Model, X: np.ndarray, y: np.ndarray, cfg: Config, seed: i
 
         with jax.enable_x64(cfg.float64):
             key = jax.random.wrap_key_data(key_data)
-            Xd, yd, wd = X, y, weights
+            data = (X, y, weights)
             if device is not None:
-                z0, key, Xd, yd, wd = jax.device_put((z0, key, X, y, weights), device)
+                z0, key, data = jax.device_put((z0, key, data), device)
             t0 = time.perf_counter()
-            state = program.init(z0, key, Xd, yd, wd)
+            state = init(z0, key, data)
             # Compile the segment programs now, running zero iterations, so
             # that the progress estimate and the phase timings count sampling.
             for thin in sorted({1, cfg.thinning}):
-                jax.block_until_ready(program.segment(state, 0, Xd, yd, wd, thinning=thin))
+                jax.block_until_ready(segment(state, 0, data, thinning=thin))
             t1 = time.perf_counter()
             progress.start()
             per_iteration: list[float] = []
             for n in _segments(cfg.num_warmup, per_iteration):
                 s0 = time.perf_counter()
-                state, buf = program.segment(state, n, Xd, yd, wd, thinning=1)
+                state, buf = segment(state, n, data, thinning=1)
                 warm = collect(buf, n)
                 seconds = time.perf_counter() - s0
                 per_iteration.append(seconds / n)
@@ -714,7 +738,7 @@ def _run_numpyro(spec: Model, X: np.ndarray, y: np.ndarray, cfg: Config, seed: i
             per_draw = [per_iteration[-1] * cfg.thinning] if per_iteration else []
             for n in _segments(cfg.draws_per_chain, per_draw):
                 s0 = time.perf_counter()
-                state, buf = program.segment(state, n, Xd, yd, wd, thinning=cfg.thinning)
+                state, buf = segment(state, n, data, thinning=cfg.thinning)
                 pieces.append(collect(buf, n))
                 seconds = time.perf_counter() - s0
                 per_draw.append(seconds / n)
