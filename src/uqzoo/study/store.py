@@ -494,7 +494,7 @@ def _unpack_levels(blobs: Sequence[bytes | None], task_ids: Sequence[str]
                    ) -> tuple[Any, Any]:
     """The levels blobs of the tasks, as (levels per task, rows of level + LEVEL_METRICS).
 
-    Vectorised over the tasks: one buffer, then one gather per blob width (a store
+    Vectorised over the tasks: one buffer, then one mask per blob width (a store
     written by several uqzoo versions holds a few widths); a column a blob lacks is
     NaN, one a later uqzoo appended is left out.
     """
@@ -524,18 +524,13 @@ def _unpack_levels(blobs: Sequence[bytes | None], task_ids: Sequence[str]
     n_levels = np.where(has, body // width, 0)
     rows_per_task = np.maximum(n_levels, 1)      # a task without levels keeps one NaN row
     values = np.full((int(rows_per_task.sum()), 1 + len(LEVEL_METRICS)), np.nan)
-    for m in np.unique(metrics[has]):
-        chosen = has & (metrics == m)
-        k = n_levels[chosen]
-        total = int(k.sum())
-        if total == 0:
-            continue
-        step = 1 + int(m)
-        within = np.arange(total) - np.repeat(np.cumsum(k) - k, k)
-        starts = np.repeat(offsets[chosen] + header[chosen], k) + within * step
+    for m in np.unique(metrics[n_levels > 0]):
+        chosen = (n_levels > 0) & (metrics == m)
+        take = np.repeat(chosen, counts)            # the values of these blobs,
+        take[offsets[chosen & header]] = False      # less their headers
         kept = 1 + min(int(m), len(LEVEL_METRICS))
         values[np.repeat(chosen, rows_per_task), :kept] = \
-            flat[starts[:, None] + np.arange(kept)]
+            flat[take].reshape(-1, 1 + int(m))[:, :kept]
     return rows_per_task, values
 
 
