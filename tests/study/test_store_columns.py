@@ -92,6 +92,28 @@ def test_every_stored_standard_error_is_the_evaluators():
         assert row["hcs_accuracy"] == report.to_dict()[f"hcs_accuracy@{level:g}"]
 
 
+def _format(store):
+    con = sqlite3.connect(store)
+    try:
+        return con.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_a_store_of_an_unknown_format_is_refused_by_its_number(tmp_path):
+    store = tmp_path / "s.sqlite"
+    with Store(store):
+        pass
+    assert _format(store) == 2
+    con = sqlite3.connect(store)
+    con.execute("PRAGMA user_version = 3")
+    con.commit()
+    con.close()
+    with pytest.raises(FileFormatError, match="has store format 3; this uqzoo reads "
+                                                 "formats 1, 2"):
+        uz.study.load(store)
+
+
 def _first_layout_store(tmp_path):
     """A store as the first uqzoo of format 1 wrote it: levels rows of nine metrics
     inserted by position, headerless blobs of width 10, no interval score."""
@@ -103,6 +125,7 @@ def _first_layout_store(tmp_path):
     with Store(store) as st:
         st.plan(study, tasks)
     con = sqlite3.connect(store)
+    con.execute("PRAGMA user_version = 1")
     for column in LEVEL_METRICS[9:]:
         con.execute(f"ALTER TABLE levels DROP COLUMN {column}")
     rng = np.random.default_rng(5)
@@ -128,10 +151,13 @@ def test_a_store_of_the_first_layout_is_read_and_extended(tmp_path):
         np.testing.assert_array_equal(mine[["level", *FIRST_LEVEL_METRICS]].to_numpy(), rows)
         assert mine.interval_score.isna().all() and mine.interval_score_se.isna().all()
     assert (frame.accuracy == 0.75).all()
+    assert _format(store) == 1                       # reading changes nothing
 
-    # a run opens it: the levels table gains the new columns, the old rows keep theirs
+    # a run opens it: the levels table gains the new columns, the old rows keep theirs,
+    # and the store becomes format 2, which a uqzoo of format 1 refuses by its number
     rng = np.random.default_rng(6)
     with Store(store) as st:
+        assert _format(store) == 2
         columns = {row[1] for row in st.con.execute("PRAGMA table_info(levels)")}
         assert set(LEVEL_METRICS) <= columns
         for task in tasks[2:]:

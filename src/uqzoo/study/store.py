@@ -41,9 +41,9 @@ column. :data:`LEVEL_METRICS` only ever grows at its end, so a blob's
 columns are always its first m: a blob of the first stores has no header and
 m = 9 (its first value is a level, in (0, 1); a header is at least 2), and
 :func:`load` reads the columns a blob lacks as NaN (and leaves out those a
-later uqzoo appended). An earlier uqzoo, which reads only headerless blobs
-and inserts level rows by position, can no longer load or extend a store that
-a later one has written tasks into.
+later uqzoo appended). Blobs with a header make a store format 2: a run that
+opens a format-1 store marks it so (nothing is rewritten), and an earlier
+uqzoo, which reads format 1 only, refuses it with one line naming the format.
 ``studies``
     Each study file planned into the store, by the SHA-256 of its text, with
     the text itself.
@@ -92,7 +92,12 @@ if TYPE_CHECKING:
 __all__ = ["CONFORMAL_METRICS", "FIDELITY_METRICS", "LEVEL_METRICS", "STATUSES", "TASK_METRICS",
            "Store", "load", "status_counts"]
 
-SCHEMA_VERSION = 1
+# Format 2: the levels blob starts with a header (how many metric columns it holds),
+# so its columns can grow. Format 1 stores are read as they are and upgraded to 2 when
+# a run opens one (columns added, nothing rewritten); a uqzoo that reads format 1 only
+# then refuses the store by its format instead of misreading its blobs.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 # PRAGMA application_id: "uqzs" in ASCII, so a store is recognisable as one.
 APPLICATION_ID = 0x75717A73
 STATUSES = ("pending", "done", "failed")
@@ -254,11 +259,12 @@ def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
             raise FileFormatError(f"{what} {str(path)!r} is an SQLite file but not a uqzoo "
                                   "study store")
         version = con.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise FileFormatError(f"{what} {str(path)!r} has store format {version}; this "
-                                  f"uqzoo reads format {SCHEMA_VERSION}")
+                                  f"uqzoo reads formats "
+                                  f"{', '.join(map(str, READABLE_VERSIONS))}")
         if create:
-            _add_columns(con)
+            _add_columns(con, upgrade=version != SCHEMA_VERSION)
         con.execute("PRAGMA journal_mode = WAL")
         # FULL: each finished task is on disk when its commit returns (one fsync per
         # task of seconds: negligible), so even a power cut loses no finished task.
@@ -285,15 +291,18 @@ def _task_columns(con: sqlite3.Connection, table: str = "tasks") -> set[str]:
     return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
 
 
-def _add_columns(con: sqlite3.Connection) -> None:
-    """Add the metric and timing columns a store made before them lacks."""
+def _add_columns(con: sqlite3.Connection, upgrade: bool = False) -> None:
+    """Add the metric and timing columns a store made before them lacks, and with
+    ``upgrade`` mark it as of the current format, in one transaction."""
     missing = [(table, c) for table, wanted in _ADDED_COLUMNS.items()
                for present in (_task_columns(con, table),) for c in wanted
                if c not in present]
-    if missing:
+    if missing or upgrade:
         with _transaction(con):
             for table, column in missing:
                 con.execute(f"ALTER TABLE {table} ADD COLUMN {column} REAL")
+            if upgrade:
+                con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 @contextlib.contextmanager
