@@ -3,9 +3,10 @@
 Every flat key of :meth:`uqzoo.EvalReport.to_dict`, every column of
 :attr:`uqzoo.Comparison.table` and of the report's table, the metrics
 ranked under shift and those averaged over a study's replicates are read
-from :data:`HEADLINE` -- the one place that lists them. A key is the
-metric's name, with ``@<level>`` (or ``@<false-alarm rate>``) for metrics
-that take one: ``"ece"``, ``"coverage@0.8"``, ``"pd_at_far@0.01"``.
+from :data:`HEADLINE` -- the one place that lists them -- and so are the
+metric columns a study's store keeps per task (:mod:`uqzoo.study.store`).
+A key is the metric's name, with ``@<level>`` (or ``@<false-alarm rate>``)
+for metrics that take one: ``"ece"``, ``"coverage@0.8"``, ``"pd_at_far@0.01"``.
 Consumers build keys from the levels they were given (:func:`columns`) and
 never parse them back; :func:`parse_key` exists for one case only, a bare
 user table handed to :func:`uqzoo.comparison.report.verdict` without its levels.
@@ -31,7 +32,7 @@ __all__ = ["HEADLINE", "Column", "Headline", "columns", "get", "parse_key", "ran
 
 Axis = Literal["level", "far"]
 Better = Literal["higher", "lower", "nominal"]
-Where = Literal["comparison", "report", "shift", "study"]
+Where = Literal["comparison", "report", "shift", "study", "store"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,14 @@ class Headline:
         Where it is shown: ``"comparison"`` (a column of
         ``Comparison.table``), ``"report"`` (the report's wider table),
         ``"shift"`` (mean ± sd under perturbation, and ranked there when it
-        has a direction), ``"study"`` (averaged over replicates).
+        has a direction), ``"study"`` (averaged over replicates by
+        :func:`uqzoo.study.summarize`), ``"store"`` (kept per task by a
+        study's store: columns of :func:`uqzoo.study.load`, per level where
+        it takes a level).
+    stderr : bool
+        The evaluator reports its within-task standard error (the ``stderr``
+        of its row in :attr:`EvalReport.table`), which a study keeps as
+        ``<name>_se``; only meaningful with ``"store"``.
     """
 
     name: str
@@ -74,6 +82,7 @@ class Headline:
     needs_truth: bool = False
     where: frozenset[str] = frozenset()
     needs_reference: bool = False
+    stderr: bool = False
 
     def key(self, at: float | None = None) -> str:
         """The flat key: ``name`` or ``name@<at>``."""
@@ -116,44 +125,44 @@ HEADLINE: tuple[Headline, ...] = (
     _h("n_test", "N test", "test points evaluated", "fit", "report"),
     _h("coverage", "coverage", f"share of test points whose level-{_L} interval holds the "
        f"true probability (nominal {_L}); red: below, blue: above the nominal level beyond "
-       "Monte Carlo error, green: within it", "level", "comparison report shift study",
-       axis="level", better="nominal", needs_truth=True),
+       "Monte Carlo error, green: within it", "level", "comparison report shift study store",
+       axis="level", better="nominal", needs_truth=True, stderr=True),
     _h("interval_width", "width", f"mean width of the level-{_L} credible interval", "level",
-       "comparison report shift study", axis="level"),
+       "comparison report shift study store", axis="level", stderr=True),
     _h("interval_score", "interval score", f"interval score of the level-{_L} interval "
        f"for the true probability (Gneiting & Raftery 2007: width + 2/(1 − {_L}) × distance "
-       "outside; lower is better)", "level", "comparison report study", axis="level",
-       better="lower", needs_truth=True),
+       "outside; lower is better)", "level", "comparison report study store", axis="level",
+       better="lower", needs_truth=True, stderr=True),
     _h("hcs_proportion", "HCS %", "share of points in the High Confidence Set", "level",
-       "comparison report study", axis="level"),
-    _h("hcs_size", "HCS size", "points in the High Confidence Set", "level", "report",
+       "comparison report study store", axis="level"),
+    _h("hcs_size", "HCS size", "points in the High Confidence Set", "level", "report store",
        axis="level"),
     _h("hcs_errors", "HCS wrong", "confident decisions of the High Confidence Set that were "
        "wrong (confident misses + confident false alarms)", "level", "report", axis="level"),
     _h("hcs_accuracy", "HCS accuracy", "accuracy of the High Confidence Set's decisions",
-       "level", "study", axis="level", better="higher"),
+       "level", "study store", axis="level", better="higher", stderr=True),
     _h("hcs_missed_targets", "HCS missed", "targets the High Confidence Set confidently "
-       "dismissed", "level", "", axis="level", better="lower"),
+       "dismissed", "level", "store", axis="level", better="lower"),
     _h("accuracy", "accuracy", "accuracy of the posterior-mean prediction", "accuracy",
-       "comparison report shift study", better="higher"),
+       "comparison report shift study store", better="higher", stderr=True),
     _h("balanced_accuracy", "balanced", "mean recall over classes", "accuracy",
-       "comparison report", better="higher"),
+       "comparison report store", better="higher"),
     _h("ece", "ECE", "expected calibration error, top-label, 15 equal-width bins",
-       "calibration", "comparison report shift study", better="lower"),
+       "calibration", "comparison report shift study store", better="lower"),
     _h("ece_quantile", "ECE q", "ECE with 15 equal-mass bins", "calibration", "report",
        better="lower"),
     _h("adaptive_ece", "ECE adapt.", "adaptive-binning ECE (Ding et al.)", "calibration",
-       "report", better="lower"),
+       "report store", better="lower"),
     _h("classwise_ece", "ECE cw", "class-wise ECE, mean over classes", "calibration",
        "report", better="lower"),
     _h("mce", "MCE", "maximum calibration error, top-label", "calibration", "report",
        better="lower"),
     _h("brier", "Brier", "Brier score, sum over classes (0-2)", "calibration",
-       "comparison report shift study", better="lower"),
+       "comparison report shift study store", better="lower"),
     _h("nll", "NLL", "negative log-likelihood per point (nats)", "calibration",
-       "comparison report shift study", better="lower"),
+       "comparison report shift study store", better="lower"),
     _h("aurc", "AURC", "area under the risk–coverage curve (lower is better)", "selective",
-       "comparison report", better="lower"),
+       "comparison report store", better="lower"),
     _h("eaurc", "E-AURC", "AURC minus its optimum", "selective", "report", better="lower"),
     _h("auarc", "AUARC", "area under the accuracy–rejection curve", "selective", "",
        better="higher"),
@@ -162,52 +171,52 @@ HEADLINE: tuple[Headline, ...] = (
     # Closeness to a reference posterior (uqzoo.fidelity), at its 90 % level: the
     # name is "fidelity_" + a key of uqzoo.fidelity.METRICS.
     _h("fidelity_agreement", "agree ref", "share of test points whose top label equals the "
-       "reference posterior's (1: perfect)", "fidelity", "comparison report study",
+       "reference posterior's (1: perfect)", "fidelity", "comparison report study store",
        better="higher", needs_reference=True),
     _h("fidelity_total_variation", "TV ref", "total variation between the predictive mean and "
        "the reference posterior's, mean over test points (0: perfect)", "fidelity",
-       "comparison report study", better="lower", needs_reference=True),
+       "comparison report study store", better="lower", needs_reference=True),
     _h("fidelity_wasserstein1", "W1 ref", "1-Wasserstein distance between the draws of each "
        "class probability and the reference posterior's, mean over test points (0: perfect; "
        "the verdict ranks by it on data without true probabilities)", "fidelity",
-       "comparison report study", better="lower", needs_reference=True),
+       "comparison report study store", better="lower", needs_reference=True),
     _h("fidelity_interval_overlap", "overlap ref", "share of (test point, class) pairs whose "
        "90 % interval meets the reference posterior's (1: perfect)", "fidelity",
-       "comparison report study", better="higher", needs_reference=True),
+       "comparison report study store", better="higher", needs_reference=True),
     _h("fidelity_width_ratio", "width/ref", "total 90 % interval width / the reference "
        "posterior's (1: perfect; < 1 too narrow, > 1 too wide)", "fidelity",
-       "comparison report study", needs_reference=True),
+       "comparison report study store", needs_reference=True),
     # Split-conformal label sets (uz.compare(conformal=level), uz.evaluate(conformal=...)):
     # at the one conformal level, so no @level; present only where conformal sets were made.
     _h("conformal_coverage", "conf. coverage", "share of test points whose split-conformal "
        "label set (calibrated on held-out training data) holds the label; nominal: the "
-       "conformal level", "conformal", "comparison report study"),
+       "conformal level", "conformal", "comparison report study store"),
     _h("conformal_set_size", "conf. size", "mean number of labels in the conformal set",
-       "conformal", "comparison report study", better="lower"),
+       "conformal", "comparison report study store", better="lower"),
     _h("conformal_singleton_rate", "conf. single", "share of conformal sets with one label",
-       "conformal", "report", better="higher"),
+       "conformal", "report store", better="higher"),
     _h("conformal_worst_decile", "conf. worst 10%", "exact conditional coverage "
        "P(y ∈ C(x) | x) = Σ_{k∈C(x)} p_true,k, mean over the 10 % of test points where it "
-       "is lowest", "conformal", "comparison report study", better="higher",
+       "is lowest", "conformal", "comparison report study store", better="higher",
        needs_truth=True),
     _h("plain_set_coverage", "own coverage", "coverage of the model's own label set at the "
        "conformal level (its most probable labels until their probability reaches the "
-       "level), without calibration", "conformal", "comparison report study"),
+       "level), without calibration", "conformal", "comparison report study store"),
     _h("plain_set_size", "own size", "mean number of labels in the model's own set",
-       "conformal", "report study"),
+       "conformal", "report study store"),
     _h("plain_worst_decile", "own worst 10%", "exact conditional coverage of the model's own "
-       "set, mean over the worst 10 % of test points", "conformal", "comparison report study",
-       better="higher", needs_truth=True),
+       "set, mean over the worst 10 % of test points", "conformal",
+       "comparison report study store", better="higher", needs_truth=True),
     _h("conformal_hcs_missed_rate", "conf. HCS missed", "share of test targets the conformal "
        "High Confidence Set (threshold by conformal risk control at α = 1 − level) "
        "confidently dismissed; bounded by α in expectation", "conformal",
-       "comparison report study", better="lower"),
+       "comparison report study store", better="lower"),
     _h("mean_predictive_entropy", "entropy", "mean entropy of the predictive mean",
-       "uncertainty"),
+       "uncertainty", "store", stderr=True),
     _h("mean_mutual_information", "mutual inf.", "mean mutual information (epistemic part)",
-       "uncertainty"),
+       "uncertainty", "store", stderr=True),
     _h("detection_auroc", "AUROC", "detection AUROC, class 1 the target", "detection",
-       "comparison report shift", better="higher"),
+       "comparison report shift store", better="higher", stderr=True),
     # Per test group (data with groups_test, e.g. split="groups"): the median over the
     # groups of each group's metric, as Mehrtens et al. (2023) report ECE over slides.
     _h("ece_group_median", "ECE med. group", "median over the test groups of each group's "
@@ -277,7 +286,7 @@ def columns(levels: Iterable[float] = (), fars: Iterable[float] = (), *,
     ----------
     levels, fars : iterables of float
         The credible levels and false-alarm rates the keys are made for.
-    where : {"comparison", "report", "shift", "study"}, optional
+    where : {"comparison", "report", "shift", "study", "store"}, optional
         Only the entries shown there (all, without it).
     has_truth : bool
         Leave out entries that need known true probabilities when False.

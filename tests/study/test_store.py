@@ -236,6 +236,11 @@ def test_summarize_gives_monte_carlo_standard_errors(study, tmp_path):
     assert row.coverage_mcse == pytest.approx(cell.coverage.std(ddof=1) / np.sqrt(len(cell)))
     assert row.coverage_error == pytest.approx(row.coverage - row.level)
     assert row.ece_mcse == pytest.approx(cell.ece.std(ddof=1) / np.sqrt(len(cell)))
+    # the interval score, kept per level since the store's columns come from the
+    # headline table, is averaged like coverage
+    assert row.interval_score == pytest.approx(cell.interval_score.mean())
+    assert row.interval_score_mcse == pytest.approx(
+        cell.interval_score.std(ddof=1) / np.sqrt(len(cell)))
     single = uz.study.summarize(df[df.replicate == 0])
     assert single.coverage_mcse.isna().all()          # one replicate: no standard error
     with pytest.raises(InvalidInputError, match="lacks column"):
@@ -262,24 +267,3 @@ def test_plots(study, tmp_path):
     with pytest.raises(InvalidInputError, match="summary is empty"):
         plots.coverage_plot(summary.iloc[:0])
     assert isinstance(summary, pd.DataFrame)
-
-
-def test_the_stores_metric_columns_are_headline_metrics():
-    """The store keeps its own column lists (SQL columns and the positional levels blob of
-    format 1), but every metric in them is one of uqzoo.headline's, under the same name,
-    and the summary averages only headlines shown in studies."""
-    from uqzoo import headline
-    from uqzoo.study.analysis import SUMMARY_METRICS
-    from uqzoo.study.store import FIDELITY_METRICS
-
-    # not metrics of a report: the evaluator's failure flag and the reference's gate
-    # and Monte Carlo floors (beside the fidelity headlines they qualify)
-    own = {"eval_failed", "reference_gate_passed",
-           *(m for m in FIDELITY_METRICS if m.endswith("_mc_floor"))}
-    for name in (*TASK_METRICS, *LEVEL_METRICS):
-        if name not in own:
-            headline.get(name.removesuffix("_se"))          # raises for an unknown name
-    level_names = {m.removesuffix("_se") for m in LEVEL_METRICS}
-    assert level_names <= {h.name for h in headline.HEADLINE if h.axis == "level"}
-    for name in SUMMARY_METRICS:
-        assert "study" in headline.get(name).where, name

@@ -15,16 +15,20 @@ if TYPE_CHECKING:
 __all__ = ["CONFORMAL_SUMMARY", "FIDELITY_SUMMARY", "GROUP_COLUMNS", "SUMMARY_METRICS", "summarize"]
 
 GROUP_COLUMNS = ("dataset", "setting", "method", "variant", "level")
-# Averaged over replicates, each with its Monte Carlo standard error.
-SUMMARY_METRICS = ("coverage", "interval_width", "hcs_proportion", "hcs_accuracy",
-                   "accuracy", "ece", "brier", "nll", "fit_seconds")
-# Closeness to a reference posterior: averaged too by default, where a study's
+# Closeness to a reference posterior: averaged by default where a study's
 # [reference] made it (columns of results that hold any value).
 FIDELITY_SUMMARY = tuple(h.name for h in headline.HEADLINE
                          if h.needs_reference and "study" in h.where)
 # Split-conformal label sets: likewise, where a study's ``conformal`` made them.
 CONFORMAL_SUMMARY = tuple(h.name for h in headline.HEADLINE
                           if h.group == "conformal" and "study" in h.where)
+# Averaged over replicates always, each with its Monte Carlo standard error: the
+# other headlines shown in studies, in the headline table's order, then the fit's
+# cost (fit_seconds).
+_ALWAYS = [h for h in headline.HEADLINE if "study" in h.where
+           and h.name not in (*FIDELITY_SUMMARY, *CONFORMAL_SUMMARY)]
+SUMMARY_METRICS = (*(h.name for h in _ALWAYS if h.group != "fit"),
+                   *(h.name for h in _ALWAYS if h.group == "fit"))
 
 
 def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
@@ -42,7 +46,11 @@ def summarize(results: pd.DataFrame, *, by: Sequence[str] = GROUP_COLUMNS,
     by : sequence of str
         Grouping columns; default ``dataset, setting, method, variant, level``.
     metrics : sequence of str, optional
-        Columns to average; default :data:`SUMMARY_METRICS` and, where the
+        Columns to average; default :data:`SUMMARY_METRICS` (the headlines
+        of :data:`uqzoo.headline.HEADLINE` shown in studies: coverage,
+        interval width and score, HCS, accuracy, ECE, Brier, NLL, then
+        ``fit_seconds``; the interval score is NaN without true
+        probabilities and for tasks stored before it was kept) and, where the
         results hold them (a study with ``[reference]``), the closeness to the
         reference posterior (:data:`FIDELITY_SUMMARY`) and (a study with
         ``conformal``) the split-conformal sets (:data:`CONFORMAL_SUMMARY`).

@@ -40,7 +40,7 @@ from uqzoo._progress import progress_bar as progress
 from uqzoo._validation import _show, check_choice, check_int
 from uqzoo._version import versions
 from uqzoo.errors import InvalidInputError, InvalidTypeError, UqzooError
-from uqzoo.study.store import CONFORMAL_METRICS, Store
+from uqzoo.study.store import _LEVEL_HEADLINES, _TASK_HEADLINES, CONFORMAL_METRICS, Store
 from uqzoo.study.studyfile import LABEL_NOISE_OPTIONS, Study, Task, read_study
 
 __all__ = ["EXECUTORS", "RunSummary", "run", "run_task", "thread_environment"]
@@ -53,8 +53,11 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS
 
 # -- one task --------------------------------------------------------------------------------
 
-def _first_row(table: Any, metric: str, level: float | None = None) -> tuple[float, float]:
-    """(value, stderr) of a metric's row over all classes (or its first row)."""
+def _stderr(table: Any, metric: str, level: float | None = None) -> float:
+    """The evaluator's standard error of a metric: that of its row over all classes,
+    or of its one per-class row (the detection AUROC's class 1, the HCS of a binary
+    problem); NaN where it has no row, or several classes share it without one over
+    all (the HCS accuracy pooled over several judged classes)."""
     import numpy as np
 
     rows = table[table.metric == metric]
@@ -63,20 +66,26 @@ def _first_row(table: Any, metric: str, level: float | None = None) -> tuple[flo
     else:
         rows = rows[np.isclose(rows.level.astype(float), level)]
     overall = rows[rows["class"].isna()]
-    rows = overall if len(overall) else rows
-    if rows.empty:
-        return math.nan, math.nan
-    return float(rows.value.iloc[0]), float(rows.stderr.iloc[0])
+    if len(overall):
+        return float(overall.stderr.iloc[0])
+    return float(rows.stderr.iloc[0]) if len(rows) == 1 else math.nan
+
+
+def _stored(report: Any, numbers: dict[str, Any], entries: Sequence[Any],
+            level: float | None = None) -> dict[str, float]:
+    """The store's columns of ``entries`` (headlines tagged "store"): each one's headline
+    number (``report.to_dict()``, the HCS's pooled over the judged classes; NaN where
+    the report has none) and, where it has one, its standard error as ``<name>_se``."""
+    out: dict[str, float] = {}
+    for entry in entries:
+        out[entry.name] = float(numbers.get(entry.key(level), math.nan))
+        if entry.stderr:
+            out[f"{entry.name}_se"] = _stderr(report.table, entry.name, level)
+    return out
 
 
 def _task_metrics(report: Any) -> dict[str, Any]:
-    table = report.table
-    out: dict[str, Any] = {}
-    for name in ("accuracy", "mean_predictive_entropy", "mean_mutual_information",
-                 "detection_auroc"):
-        out[name], out[f"{name}_se"] = _first_row(table, name)
-    for name in ("balanced_accuracy", "brier", "nll", "ece", "adaptive_ece", "aurc"):
-        out[name] = _first_row(table, name)[0]
+    out: dict[str, Any] = _stored(report, report.to_dict(), _TASK_HEADLINES)
     out["num_draws"] = int(report.num_draws)
     out["converged"] = report.converged
     out["eval_failed"] = bool(report.failures)
@@ -85,24 +94,9 @@ def _task_metrics(report: Any) -> dict[str, Any]:
 
 
 def _level_metrics(report: Any) -> list[dict[str, float]]:
-    headline = report.to_dict()
-    rows = []
-    for level in report.levels:
-        key = f"{level:g}"
-        coverage, coverage_se = _first_row(report.table, "coverage", level)
-        width, width_se = _first_row(report.table, "interval_width", level)
-        # The HCS accuracy's standard error is the evaluator's when one class is
-        # judged (binary problems); pooled over several classes it has none here.
-        hcs_se = (_first_row(report.table, "hcs_accuracy", level)[1]
-                  if len(report.hcs_classes) == 1 else math.nan)
-        rows.append({"level": float(level), "coverage": coverage, "coverage_se": coverage_se,
-                     "interval_width": width, "interval_width_se": width_se,
-                     "hcs_size": float(headline[f"hcs_size@{key}"]),
-                     "hcs_proportion": float(headline[f"hcs_proportion@{key}"]),
-                     "hcs_accuracy": float(headline[f"hcs_accuracy@{key}"]),
-                     "hcs_accuracy_se": hcs_se,
-                     "hcs_missed_targets": float(headline[f"hcs_missed_targets@{key}"])})
-    return rows
+    numbers = report.to_dict()
+    return [{"level": float(level), **_stored(report, numbers, _LEVEL_HEADLINES, level)}
+            for level in report.levels]
 
 
 def _fidelity_metrics(fid: Any, gate_passed: bool) -> dict[str, Any]:
@@ -118,8 +112,8 @@ def _fidelity_metrics(fid: Any, gate_passed: bool) -> dict[str, Any]:
 def _conformal_metrics(report: Any) -> dict[str, Any]:
     """A task's split-conformal sets (the store's :data:`CONFORMAL_METRICS`): NaN where
     the report has none (the worst deciles need true probabilities)."""
-    headline = report.to_dict()
-    return {name: float(headline.get(name, math.nan)) for name in CONFORMAL_METRICS}
+    numbers = report.to_dict()
+    return {name: float(numbers.get(name, math.nan)) for name in CONFORMAL_METRICS}
 
 
 # A worker's last references, by what makes them (data setting, replicate, network,

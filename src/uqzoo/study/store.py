@@ -14,11 +14,36 @@ Tables
     number of ``EvalReport.to_dict()``).
 ``levels``
     One row per task and credible level, primary key ``(task_id, level)``:
-    :data:`LEVEL_METRICS` (coverage, interval width, High Confidence Set).
-    The same numbers are also packed into ``tasks.levels_blob`` (float64,
-    little-endian, one row per level: the level, then :data:`LEVEL_METRICS`),
-    written in the same transaction: :func:`load` reads 100,000 tasks in half
-    the time from the blobs (one object per task instead of eleven per level).
+    :data:`LEVEL_METRICS` (coverage, interval width, interval score, High
+    Confidence Set). The same numbers are also packed into
+    ``tasks.levels_blob`` (float64, little-endian: a header m, the number of
+    metric columns, then one row per level: the level, then
+    ``LEVEL_METRICS[:m]``), written in the same transaction: :func:`load`
+    reads 100,000 tasks in half the time from the blobs (one object per task
+    instead of a dozen per level).
+
+Which metrics
+-------------
+The metric columns are those of :data:`uqzoo.headline.HEADLINE` tagged
+``"store"``, each with ``<name>_se`` where its entry has ``stderr`` (the
+evaluator's standard error within the task): level-free ones in ``tasks``
+(:data:`TASK_METRICS`, with the bookkeeping ``num_draws``, ``converged``,
+``eval_failed``), those that take a level in ``levels``
+(:data:`LEVEL_METRICS`). A metric tagged later is added to a store made
+before it (below); its tasks read it as NaN.
+
+Format 1 grows by appending
+---------------------------
+A run that opens a store made by an earlier uqzoo adds the columns it lacks
+to ``tasks`` and ``levels`` (``ALTER TABLE ... ADD COLUMN``, NULL for the
+tasks already there) and :func:`load` reads NULL where a store lacks a
+column. :data:`LEVEL_METRICS` only ever grows at its end, so a blob's
+columns are always its first m: a blob of the first stores has no header and
+m = 9 (its first value is a level, in (0, 1); a header is at least 2), and
+:func:`load` reads the columns a blob lacks as NaN (and leaves out those a
+later uqzoo appended). Blobs with a header make a store format 2: a run that
+opens a format-1 store marks it so (nothing is rewritten), and an earlier
+uqzoo, which reads format 1 only, refuses it with one line naming the format.
 ``studies``
     Each study file planned into the store, by the SHA-256 of its text, with
     the text itself.
@@ -67,43 +92,68 @@ if TYPE_CHECKING:
 __all__ = ["CONFORMAL_METRICS", "FIDELITY_METRICS", "LEVEL_METRICS", "STATUSES", "TASK_METRICS",
            "Store", "load", "status_counts"]
 
-SCHEMA_VERSION = 1
+# Format 2: the levels blob starts with a header (how many metric columns it holds),
+# so its columns can grow. Format 1 stores are read as they are and upgraded to 2 when
+# a run opens one (columns added, nothing rewritten); a uqzoo that reads format 1 only
+# then refuses the store by its format instead of misreading its blobs.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 # PRAGMA application_id: "uqzs" in ASCII, so a store is recognisable as one.
 APPLICATION_ID = 0x75717A73
 STATUSES = ("pending", "done", "failed")
 
 LABELS = ("study", "dataset", "setting", "method", "variant", "replicate", "seed",
           "data_seed")
-# Task-level metrics (one value per task); *_se are the evaluator's standard errors.
-TASK_METRICS: tuple[str, ...] = (
-    "accuracy", "accuracy_se", "balanced_accuracy", "brier", "nll", "ece", "adaptive_ece",
-    "aurc", "mean_predictive_entropy", "mean_predictive_entropy_se", "mean_mutual_information",
-    "mean_mutual_information_se", "detection_auroc", "detection_auroc_se", "num_draws",
-    "converged", "eval_failed")
+_KEPT = tuple(h for h in headline.HEADLINE if "store" in h.where)
+
+
+def _with_stderr(entries: Iterable[headline.Headline]) -> tuple[str, ...]:
+    """Each entry's name, followed by ``<name>_se`` where the evaluator gives its stderr."""
+    return tuple(column for h in entries
+                 for column in (h.name, *((f"{h.name}_se",) if h.stderr else ())))
+
+
 # Closeness to a reference posterior, with the study's [reference] only: each
 # fidelity headline and its Monte Carlo floor, and whether the reference passed its
 # gate. Added to stores made before them when a run opens one (NULL for old tasks).
-FIDELITY_METRICS = (*(f"{h.name}{suffix}" for h in headline.HEADLINE if h.needs_reference
+FIDELITY_METRICS = (*(f"{h.name}{suffix}" for h in _KEPT if h.needs_reference
                       for suffix in ("", "_mc_floor")), "reference_gate_passed")
 # Split-conformal label sets, with the study's ``conformal`` option only: the
 # headlines of group "conformal" (conformal_coverage, conformal_set_size, plain_*,
 # ...), at the study's one conformal level. Added to older stores like the above.
-CONFORMAL_METRICS = tuple(h.name for h in headline.HEADLINE if h.group == "conformal")
-TASK_METRICS = (*TASK_METRICS, *FIDELITY_METRICS, *CONFORMAL_METRICS)
-# Metrics per credible level.
-LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se",
-                 "hcs_size", "hcs_proportion", "hcs_accuracy", "hcs_accuracy_se",
-                 "hcs_missed_targets")
+CONFORMAL_METRICS = tuple(h.name for h in _KEPT if h.group == "conformal")
+# Task-level metrics (one value per task; *_se the evaluator's standard errors),
+# then the task's bookkeeping: draws, the method's own convergence check and
+# whether the evaluation found the fit failed.
+# (The runner fills the fidelity and conformal ones from their own objects.)
+_TASK_HEADLINES = tuple(h for h in _KEPT if h.axis is None and not h.needs_reference
+                        and h.group != "conformal")
+TASK_METRICS: tuple[str, ...] = (*_with_stderr(_TASK_HEADLINES), "num_draws", "converged",
+                                 "eval_failed", *FIDELITY_METRICS, *CONFORMAL_METRICS)
+# Metrics per credible level, in the order of the levels blob: the first stores'
+# nine, then any tagged since, appended (never reordered: a blob holds a prefix).
+_FIRST_LEVEL_METRICS = ("coverage", "coverage_se", "interval_width", "interval_width_se",
+                        "hcs_size", "hcs_proportion", "hcs_accuracy", "hcs_accuracy_se",
+                        "hcs_missed_targets")
+_LEVEL_HEADLINES = tuple(h for h in _KEPT if h.axis == "level")
+_TAGGED_LEVEL_METRICS = _with_stderr(_LEVEL_HEADLINES)
+LEVEL_METRICS: tuple[str, ...] = (
+    *_FIRST_LEVEL_METRICS,
+    *(m for m in _TAGGED_LEVEL_METRICS if m not in _FIRST_LEVEL_METRICS))
+if set(LEVEL_METRICS) != set(_TAGGED_LEVEL_METRICS) or any(
+        h.axis == "far" for h in _KEPT):
+    # A blob column untagged would leave the layout with a column no one fills.
+    raise RuntimeError("uqzoo.headline: the store keeps per-level metrics "
+                       f"{LEVEL_METRICS} but {_TAGGED_LEVEL_METRICS} are tagged 'store' "
+                       "(a level metric of the store stays tagged; none takes a FAR)")
 # Wall times in the worker, and its CPU time for the task (CPU well below wall
 # time means the worker waited for a core: an oversubscribed machine).
 TIMINGS = ("started", "finished", "load_seconds", "fit_seconds", "eval_seconds",
            "task_seconds", "cpu_seconds", "reference_seconds", "fidelity_seconds")
-# Columns of ``tasks`` newer than the first stores of format 1: a run adds them to
-# an older store (ALTER TABLE ... ADD COLUMN, NULL for the tasks already there),
-# and load() reads NULL where a store lacks them, so format 1 stays readable both
-# ways (an older uqzoo selects its own columns and never sees these).
-_ADDED_COLUMNS = (*FIDELITY_METRICS, "reference_seconds", "fidelity_seconds",
-                  *CONFORMAL_METRICS)
+# The REAL columns a run adds to a store made before them (ALTER TABLE ... ADD
+# COLUMN, NULL for the tasks already there); load() reads NULL where a store lacks
+# them. The first stores had all of TIMINGS but the reference's two.
+_ADDED_COLUMNS = {"tasks": (*TIMINGS, *TASK_METRICS), "levels": LEVEL_METRICS}
 _JSON_COLUMNS = ("fit_config_json", "versions_json", "diagnostics_json", "warnings_json",
                  "report_json")
 
@@ -209,11 +259,12 @@ def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
             raise FileFormatError(f"{what} {str(path)!r} is an SQLite file but not a uqzoo "
                                   "study store")
         version = con.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise FileFormatError(f"{what} {str(path)!r} has store format {version}; this "
-                                  f"uqzoo reads format {SCHEMA_VERSION}")
+                                  f"uqzoo reads formats "
+                                  f"{', '.join(map(str, READABLE_VERSIONS))}")
         if create:
-            _add_columns(con)
+            _add_columns(con, upgrade=version != SCHEMA_VERSION)
         con.execute("PRAGMA journal_mode = WAL")
         # FULL: each finished task is on disk when its commit returns (one fsync per
         # task of seconds: negligible), so even a power cut loses no finished task.
@@ -236,17 +287,22 @@ def _connect(path: Path, *, create: bool, what: str) -> sqlite3.Connection:
     return con
 
 
-def _task_columns(con: sqlite3.Connection) -> set[str]:
-    return {row[1] for row in con.execute("PRAGMA table_info(tasks)")}
+def _task_columns(con: sqlite3.Connection, table: str = "tasks") -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
 
 
-def _add_columns(con: sqlite3.Connection) -> None:
-    """Add the columns of :data:`_ADDED_COLUMNS` a store made before them lacks."""
-    missing = [c for c in _ADDED_COLUMNS if c not in _task_columns(con)]
-    if missing:
+def _add_columns(con: sqlite3.Connection, upgrade: bool = False) -> None:
+    """Add the metric and timing columns a store made before them lacks, and with
+    ``upgrade`` mark it as of the current format, in one transaction."""
+    missing = [(table, c) for table, wanted in _ADDED_COLUMNS.items()
+               for present in (_task_columns(con, table),) for c in wanted
+               if c not in present]
+    if missing or upgrade:
         with _transaction(con):
-            for column in missing:
-                con.execute(f"ALTER TABLE tasks ADD COLUMN {column} REAL")
+            for table, column in missing:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN {column} REAL")
+            if upgrade:
+                con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 @contextlib.contextmanager
@@ -409,9 +465,10 @@ class Store:
             if cursor.rowcount != 1:
                 raise InvalidInputError(f"task {task_id!r} was not planned in this store")
             con.execute("DELETE FROM levels WHERE task_id = ?", (task_id,))
+            # named columns: a store extended by ALTER TABLE has them in another order
             con.executemany(
-                f"INSERT INTO levels VALUES ({', '.join('?' * (2 + len(LEVEL_METRICS)))})",
-                level_rows)
+                f"INSERT INTO levels (task_id, level, {', '.join(LEVEL_METRICS)}) "
+                f"VALUES ({', '.join('?' * (2 + len(LEVEL_METRICS)))})", level_rows)
 
     def counts(self, study: str | None = None) -> dict[str, int]:
         return status_counts(self.con, study)
@@ -427,11 +484,63 @@ def _real(value: object) -> float | None:
 
 
 def _pack_levels(rows: Sequence[tuple]) -> bytes:
-    """Levels rows (task_id, level, *LEVEL_METRICS) as little-endian float64 bytes."""
+    """Levels rows (task_id, level, *LEVEL_METRICS) as little-endian float64 bytes,
+    after a header: the number of metric columns (see the module docstring)."""
     import numpy as np
 
     values = np.array([row[1:] for row in rows], dtype="<f8")   # None becomes NaN
-    return values.tobytes()
+    return np.concatenate(([float(len(LEVEL_METRICS))], values.ravel())).astype("<f8") \
+        .tobytes()
+
+
+# The metric columns of a blob without a header (the first stores of format 1), and
+# the most a header may claim (a larger one is a damaged blob, not a later uqzoo).
+_HEADERLESS_WIDTH = len(_FIRST_LEVEL_METRICS)
+_MAX_BLOB_METRICS = 10_000
+
+
+def _unpack_levels(blobs: Sequence[bytes | None], task_ids: Sequence[str]
+                   ) -> tuple[Any, Any]:
+    """The levels blobs of the tasks, as (levels per task, rows of level + LEVEL_METRICS).
+
+    Vectorised over the tasks: one buffer, then one mask per blob width (a store
+    written by several uqzoo versions holds a few widths); a column a blob lacks is
+    NaN, one a later uqzoo appended is left out.
+    """
+    import numpy as np
+
+    counts = np.array([0 if b is None else len(b) for b in blobs], dtype=np.int64)
+    flat = np.frombuffer(b"".join(b for b in blobs if b is not None), dtype="<f8")
+    if np.any(counts % 8):
+        bad = int(np.flatnonzero(counts % 8)[0])
+        raise FileFormatError(f"task {task_ids[bad]!r}: its levels_blob has {counts[bad]} "
+                              "bytes, not whole float64 values")
+    counts //= 8
+    offsets = np.cumsum(counts) - counts
+    has = counts > 0
+    first = np.zeros(len(counts))
+    first[has] = flat[offsets[has]]
+    header = first >= 2.0                           # a level is in (0, 1)
+    metrics = np.where(header, first, _HEADERLESS_WIDTH)
+    body = counts - header
+    whole = (metrics == np.floor(metrics)) & (metrics <= _MAX_BLOB_METRICS)
+    width = 1 + np.where(whole, metrics, 0).astype(np.int64)
+    bad_mask = has & (~whole | (body % width != 0))
+    if bad_mask.any():
+        bad = int(np.flatnonzero(bad_mask)[0])
+        raise FileFormatError(f"task {task_ids[bad]!r}: its levels_blob is not whole rows "
+                              f"of a level and {metrics[bad]:g} metrics")
+    n_levels = np.where(has, body // width, 0)
+    rows_per_task = np.maximum(n_levels, 1)      # a task without levels keeps one NaN row
+    values = np.full((int(rows_per_task.sum()), 1 + len(LEVEL_METRICS)), np.nan)
+    for m in np.unique(metrics[n_levels > 0]):
+        chosen = (n_levels > 0) & (metrics == m)
+        take = np.repeat(chosen, counts)            # the values of these blobs,
+        take[offsets[chosen & header]] = False      # less their headers
+        kept = 1 + min(int(m), len(LEVEL_METRICS))
+        values[np.repeat(chosen, rows_per_task), :kept] = \
+            flat[take].reshape(-1, 1 + int(m))[:, :kept]
+    return rows_per_task, values
 
 
 def _json_or_null(value: object) -> str | None:
@@ -509,12 +618,14 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
     pandas.DataFrame
         Columns: ``task_id``, the labels (``study, dataset, setting, method,
         variant, replicate, seed, data_seed``), ``status``, ``attempts``,
-        ``level`` and the per-level metrics (``coverage``, ``coverage_se``,
-        ``interval_width``, ``interval_width_se``, ``hcs_size``,
-        ``hcs_proportion``, ``hcs_accuracy``, ``hcs_accuracy_se``,
-        ``hcs_missed_targets``), then the task-level metrics repeated on each of
-        the task's rows (``accuracy``, ``ece``, ``brier``, ``nll``, ...,
-        ``num_draws``, ``converged``; with a study's ``[reference]`` the
+        ``level`` and the per-level metrics, :data:`LEVEL_METRICS`
+        (``coverage``, ``coverage_se``, ``interval_width``,
+        ``interval_width_se``, ``hcs_size``, ``hcs_proportion``,
+        ``hcs_accuracy``, ``hcs_accuracy_se``, ``hcs_missed_targets``,
+        ``interval_score``, ``interval_score_se``; the interval score NaN
+        without true probabilities), then the task-level metrics repeated on
+        each of the task's rows, :data:`TASK_METRICS` (``accuracy``, ``ece``,
+        ``brier``, ``nll``, ..., ``num_draws``, ``converged``; with a study's ``[reference]`` the
         ``fidelity_<score>`` columns, each with ``_mc_floor``, and
         ``reference_gate_passed``, else NaN / <NA>; with a study's ``conformal``
         the split-conformal sets at its level, :data:`CONFORMAL_METRICS`:
@@ -523,7 +634,9 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
         without true probabilities), the timings (``fit_seconds``,
         ``task_seconds``, ...), ``worker`` and ``error``. ``*_se`` columns
         are the evaluator's standard errors within one task; across replicates
-        see :func:`uqzoo.study.summarize`.
+        see :func:`uqzoo.study.summarize`. The metric columns are the
+        headlines tagged ``"store"`` in :data:`uqzoo.headline.HEADLINE`; a
+        task recorded before its store kept a metric reads it as NaN.
 
     Example
     -------
@@ -554,18 +667,10 @@ def load(store: object, *, status: str | Iterable[str] = "done") -> pd.DataFrame
                                           columns=[*_TASK_COLUMNS, "levels_blob"])
     finally:
         con.close()
-    width = 1 + len(LEVEL_METRICS)
-    blobs = tasks.pop("levels_blob")
-    n_levels = np.array([0 if b is None else len(b) // (8 * width) for b in blobs],
-                        dtype=np.int64)
-    packed = np.frombuffer(b"".join(b for b in blobs if b is not None),
-                           dtype="<f8").reshape(-1, width)
     # A task without levels (failed, pending) keeps one row, with level NaN.
-    rows_per_task = np.maximum(n_levels, 1)
+    rows_per_task, values = _unpack_levels(tasks.pop("levels_blob").tolist(),
+                                           tasks["task_id"].tolist())
     owner = np.repeat(np.arange(len(tasks)), rows_per_task)
-    values = np.full((len(owner), width), np.nan)
-    has = np.repeat(n_levels > 0, rows_per_task)
-    values[has] = packed
     for column in (*TASK_METRICS, *TIMINGS):
         tasks[column] = tasks[column].astype(np.float64)
     for column in ("converged", "eval_failed", "reference_gate_passed"):
