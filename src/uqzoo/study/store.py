@@ -32,8 +32,8 @@ evaluator's standard error within the task): level-free ones in ``tasks``
 (:data:`LEVEL_METRICS`). A metric tagged later is added to a store made
 before it (below); its tasks read it as NaN.
 
-Format 1 grows by appending
----------------------------
+Older stores grow by appending
+-----------------------------
 A run that opens a store made by an earlier uqzoo adds the columns it lacks
 to ``tasks`` and ``levels`` (``ALTER TABLE ... ADD COLUMN``, NULL for the
 tasks already there) and :func:`load` reads NULL where a store lacks a
