@@ -199,11 +199,6 @@ def test_driver_runs_the_chain_numpyro_mcmc_runs_from_the_same_state(logistic):
                                    cfg.max_tree_depth, cfg.dense_mass, cfg.float64, False)
     X, y = data.X_train.astype(np.float32), data.y_train.astype(np.int32)
     start = program.init(z0, jax.random.wrap_key_data(key_data), X, y)
-    # uqzoo's state holds the sites as one vector; MCMC runs the user's model
-    # on the dict of sites, from the same values.
-    unravel = program.layout.unravel
-    start = start._replace(z=unravel(start.z), z_grad=unravel(start.z_grad),
-                           r=None if start.r is None else unravel(start.r))
     # NUTS's defaults (target 0.8, depth 10, diagonal mass): uqzoo's defaults
     # must equal them, or the adaptation would differ.
     mcmc = MCMC(NUTS(numpyro_model.bayesian_mlp(spec)), num_warmup=cfg.num_warmup,

@@ -348,53 +348,11 @@ def _initial_values(spec: Model, cfg: Config, rng: np.random.Generator,
 
 # -- NumPyro: compiled programs, cached ---------------------------------------------------
 
-class _Layout(NamedTuple):
-    """The latent sites laid end to end in one vector: the sampler's state.
-
-    NumPyro's kernel accepts a dict of sites, but then ravels the momentum
-    into one vector and back at every leapfrog step (kinetic energy, mass
-    matrix, U-turn checks) and carries every tree quantity site by site:
-    small operations that, on CPU, cost about as much as the network's
-    gradient does on a few thousand rows. With the state one vector, that
-    bookkeeping is one operation per quantity: 12 % less time per leapfrog
-    step on the 2×10 network of ``sim-teacher`` (benchmarks/README.md, "NUTS
-    against NumPyro"). Sites go in sorted order, the order in which NumPyro
-    ravels a dict of sites, so the momentum it draws lands on the same
-    parameters and the chain is the one ``numpyro.infer.MCMC`` runs on the
-    dict (tested).
-    """
-
-    keys: tuple[str, ...]
-    shapes: tuple[tuple[int, ...], ...]
-
-    @classmethod
-    def of(cls, spec: Model, hierarchical: bool) -> _Layout:
-        shapes = sites.site_shapes(spec, hierarchical)
-        keys = tuple(sorted(shapes))
-        return cls(keys, tuple(tuple(shapes[k]) for k in keys))
-
-    def ravel(self, z: Mapping[str, Any]) -> Any:
-        """One chain's sites (a dict) as one vector (a JAX array)."""
-        import jax.numpy as jnp
-
-        return jnp.concatenate([jnp.ravel(z[k]) for k in self.keys])
-
-    def unravel(self, flat: Any) -> dict[str, Any]:
-        """Vectors (..., P) back to sites (..., *shape): JAX or NumPy arrays alike."""
-        out, start = {}, 0
-        for key, shape in zip(self.keys, self.shapes, strict=True):
-            size = math.prod(shape)
-            out[key] = flat[..., start:start + size].reshape((*flat.shape[:-1], *shape))
-            start += size
-        return out
-
-
 class _Program(NamedTuple):
-    init: Any        # (z0 sites, key, X, y, weights=None) -> HMCState, z one vector
+    init: Any        # (z0, key, X, y, weights=None) -> HMCState
     segment: Any     # (state, n, X, y, weights, *, thinning) -> (state, buffers)
-    gradient: Any    # (z sites, X, y, weights=None) -> (potential energy, its gradient
-                     # by site): one leapfrog's work
-    layout: _Layout  # the sites in the state's vector z
+    gradient: Any    # (z, X, y, weights=None) -> (potential energy, its gradient):
+                     # one leapfrog's work
 
 
 @functools.lru_cache(maxsize=16)
@@ -425,7 +383,6 @@ def _numpyro_program(spec: Model, hierarchical: bool, num_warmup: int, target_ac
     from uqzoo.nets import numpyro_model
 
     model = numpyro_model.bayesian_mlp(spec, hierarchical)
-    layout = _Layout.of(spec, hierarchical)
 
     # NumPyro's own potential (the model's negative log joint at unconstrained
     # values, its HalfNormal scales mapped through their supports' bijections),
@@ -433,22 +390,17 @@ def _numpyro_program(spec: Model, hierarchical: bool, num_warmup: int, target_ac
     # calling it: that also searches for valid initial values by running the
     # model op by op, 5-7 s of one-off compilations per process on this network
     # (the chains' starts are uqzoo's own, _chain_starts), 5 % of a 4-chain fit.
-    # The sampler's state is the sites' one vector (_Layout).
     def potential_fn_gen(*model_args, **model_kwargs):
-        def potential(z):
-            return potential_energy(model, model_args, model_kwargs, layout.unravel(z),
-                                    enum=False)
-        return potential
+        return functools.partial(potential_energy, model, model_args, model_kwargs, enum=False)
 
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_fn_gen, algo="NUTS")
 
     # weights: each row's likelihood weight (N,), or None for ones.
     def gradient(z, X, y, weights=None):
-        return jax.value_and_grad(functools.partial(
-            potential_energy, model, (X, y, weights), {}, enum=False))(z)
+        return jax.value_and_grad(potential_fn_gen(X, y, weights))(z)
 
     def init(z0, key, X, y, weights=None):
-        return init_kernel(layout.ravel(z0), num_warmup, dense_mass=dense_mass,
+        return init_kernel(z0, num_warmup, dense_mass=dense_mass,
                            target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
                            model_args=(X, y, weights), rng_key=key)
 
@@ -499,7 +451,7 @@ def _numpyro_program(spec: Model, hierarchical: bool, num_warmup: int, target_ac
 
         segment = functools.partial(segment, vectorized=True)
     return _Program(jax.jit(init), jax.jit(segment, static_argnames=("thinning",)),
-                    jax.jit(gradient), layout)
+                    jax.jit(gradient))
 
 
 class _Progress:
@@ -821,8 +773,7 @@ def _run_numpyro(spec: Model, X: np.ndarray, y: np.ndarray, cfg: Config, seed: i
         results = [run(z0, k) for z0, k in zip(inits, keys, strict=True)]
 
     stacked = jax.tree.map(lambda *a: np.stack(a), *[r[0] for r in results])
-    z = {k: np.ascontiguousarray(v)
-         for k, v in program.layout.unravel(stacked.pop("z")).items()}
+    z = stacked.pop("z")
     stats = stacked
     stats["n_steps"] = stats["n_steps"].astype(np.int64)
     stats["tree_depth"] = np.ceil(np.log2(stats["n_steps"] + 1)).astype(np.int64)
