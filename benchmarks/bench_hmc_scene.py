@@ -171,15 +171,13 @@ def run_plain_arm(data, seed: int, num_warmup: int, draws_per_chain: int,
 
 def run_arm(data, arm: str, seed: int, num_warmup: int, draws_per_chain: int,
             num_chains: int) -> dict:
-    import jax
-
     import uqzoo as uz
+    from bench_hmc import clear_compilation_caches
     from uqzoo.methods import hmc
 
     # Every arm pays its compilation, as a fresh process would: uqzoo's program
     # cache would otherwise spare its later seeds what plain MCMC pays each time.
-    hmc._numpyro_program.cache_clear()
-    jax.clear_caches()
+    clear_compilation_caches()
     if arm == "plainvec":
         return run_plain_arm(data, seed, num_warmup, draws_per_chain, num_chains)
     options = dict(ARMS[arm])
